@@ -1,0 +1,61 @@
+# The only commands the README and .ci/run use. `make help` lists them.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+JAVA17 := $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-1.17.0-openjdk-amd64 /usr/lib/jvm/*17*))
+export JAVA_HOME ?= $(JAVA17)
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: help setup develop test test-rust test-python lint fmt bench bench-spark demo wheel clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+$(VENV)/.installed: pyproject.toml Cargo.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,spark,report]"
+	touch $@
+
+setup: $(VENV)/.installed  ## create .venv and install floodmark (built from source) with all extras
+
+develop: setup  ## rebuild the native module into .venv after a Rust change
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+
+test: develop test-rust test-python  ## set up, then run every test (Rust and Python)
+
+test-rust:  ## Rust unit, integration and doc tests (no Python needed)
+	cargo test --quiet
+
+test-python: develop  ## pytest: conformance vectors, property tests, Spark pipeline
+	$(PY) -m pytest -q
+
+lint: develop  ## cargo fmt --check, clippy -D warnings, ruff, mypy, stubtest
+	cargo fmt --check
+	cargo clippy --all-targets --all-features --quiet -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/mypy
+	$(PY) -m mypy.stubtest floodmark._core --ignore-missing-stub
+
+fmt:  ## format Rust and Python
+	cargo fmt
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+
+bench:  ## criterion benches of the Rust hot paths
+	cargo bench
+
+bench-spark: develop  ## Spark pipeline vs identity mapInArrow vs native window count (10M rows)
+	$(PY) benches/spark_pipeline.py
+
+demo: develop  ## the main job: `floodmark demo` on local Spark, writes a report folder
+	$(VENV)/bin/floodmark demo
+
+wheel:  ## build a release abi3 wheel into dist/
+	$(PY) -m maturin build --release --out dist
+
+clean:  ## remove build outputs and the venv
+	cargo clean
+	rm -rf $(VENV) dist

@@ -1,0 +1,61 @@
+"""Exceptions raised by floodmark.
+
+Every error floodmark raises derives from :class:`FloodmarkError`. Each also derives
+from the built-in exception a Python user would expect (``ValueError`` for a bad
+parameter, ``IndexError`` for a channel out of range), so ``except ValueError`` works.
+The native engine raises these same classes (``floodmark._core`` looks them up here).
+"""
+
+from __future__ import annotations
+
+
+class FloodmarkError(Exception):
+    """Base class of every floodmark error."""
+
+
+class InvalidParameterError(FloodmarkError, ValueError):
+    """A parameter is out of range (Flink: ``IllegalArgumentException``).
+
+    Attributes:
+        parameter: the name of the offending parameter.
+    """
+
+    parameter: str = ""
+
+
+class ChannelOutOfRangeError(FloodmarkError, IndexError):
+    """A channel index outside ``0..num_channels`` (Flink: ``IndexOutOfBoundsException``)."""
+
+
+class IllegalStateError(FloodmarkError, RuntimeError):
+    """An operation not allowed in the current state (Flink: ``IllegalStateException``),
+    e.g. registering the same output id twice."""
+
+
+class InvalidInputError(FloodmarkError, ValueError):
+    """Input data that cannot be processed.
+
+    Attributes:
+        column: the column or argument holding the bad data.
+    """
+
+    column: str = ""
+
+
+class SchemaError(InvalidInputError):
+    """A DataFrame column is missing or has a type floodmark cannot use."""
+
+
+class SnapshotError(FloodmarkError, ValueError):
+    """A snapshot that cannot be restored (corrupt, truncated, or of another object)."""
+
+
+__all__ = [
+    "ChannelOutOfRangeError",
+    "FloodmarkError",
+    "IllegalStateError",
+    "InvalidInputError",
+    "InvalidParameterError",
+    "SchemaError",
+    "SnapshotError",
+]

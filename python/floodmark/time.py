@@ -1,0 +1,75 @@
+"""Ticks and units: how Python durations and timestamps become the engine's ``i64`` ticks.
+
+The engine is unit-agnostic: every time is an integer count of ticks. A *unit* says how
+long one tick is: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``. Spark ``TimestampType`` values
+are microseconds (``"us"``); Flink's own numbers are milliseconds (``"ms"``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal, Union
+
+from floodmark.exceptions import InvalidParameterError
+
+Unit = Literal["s", "ms", "us", "ns"]
+Duration = Union[timedelta, int]
+
+TICKS_PER_SECOND: dict[str, int] = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+
+
+def check_unit(unit: str, parameter: str = "unit") -> Unit:
+    """Return ``unit`` if it is one of ``s, ms, us, ns``; raise otherwise."""
+    if unit not in TICKS_PER_SECOND:
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: {unit!r} is not a time unit; "
+            "use one of 's', 'ms', 'us', 'ns'"
+        )
+    return unit  # type: ignore[return-value]
+
+
+def to_ticks(value: Duration, unit: str, parameter: str) -> int:
+    """Convert a duration to ticks of ``unit``.
+
+    Args:
+        value: a ``timedelta``, or an ``int`` already counted in ticks.
+        unit: the tick unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``).
+        parameter: the parameter's name, used in error messages.
+
+    Returns:
+        The number of ticks, saturated to the ``i64`` range (as Flink saturates
+        ``Duration.toNanos()``). A duration that is not a whole number of ticks is
+        truncated toward zero, as ``Duration.toMillis()`` does.
+
+    Raises:
+        InvalidParameterError: ``value`` is neither a ``timedelta`` nor an ``int``.
+    """
+    check_unit(unit)
+    if isinstance(value, bool) or not isinstance(value, (timedelta, int)):
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
+            f"ticks, got {type(value).__name__}"
+        )
+    if isinstance(value, int):
+        ticks = value
+    else:
+        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        per_s = TICKS_PER_SECOND[unit]
+        if per_s >= 1_000_000:
+            ticks = micros * (per_s // 1_000_000)
+        else:
+            div = 1_000_000 // per_s
+            ticks = abs(micros) // div * (1 if micros >= 0 else -1)
+    return max(I64_MIN, min(I64_MAX, ticks))
+
+
+def from_ticks(ticks: int, unit: str) -> timedelta:
+    """Convert ticks of ``unit`` back to a ``timedelta`` (microsecond precision)."""
+    per_s = TICKS_PER_SECOND[check_unit(unit)]
+    return timedelta(microseconds=ticks * 1_000_000 / per_s)
+
+
+__all__ = ["Duration", "Unit", "check_unit", "from_ticks", "to_ticks"]

@@ -1,0 +1,1 @@
+//! Watermark generation and combination (placeholder until the watermark core lands).

@@ -1,0 +1,1 @@
+//! Event-time windows (placeholder until the window core lands).
