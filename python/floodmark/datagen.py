@@ -1,0 +1,83 @@
+"""Realistic Kafka-like event streams for demos, tests and benchmarks.
+
+A stream has ``partitions`` channels. Each record has an event time, the time it reached
+the broker (``arrival``, the processing-time clock), its partition, a key and a value.
+Records arrive with random delay within ``disorder`` of their event time; on top of
+that one partition can lag (its records arrive ``lag`` later), one can go quiet for a
+while and resume, a small fraction of records arrive very late, and event times can be
+coarse (so duplicates occur). All times are integer milliseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """Shape of a generated stream (times in milliseconds)."""
+
+    rows: int = 100_000
+    partitions: int = 16
+    keys: int = 1_000
+    duration_ms: int = 600_000
+    disorder_ms: int = 2_000
+    lagging_partition: int | None = 3
+    lag_ms: int = 30_000
+    quiet_partition: int | None = 7
+    quiet_from_ms: int = 200_000
+    quiet_for_ms: int = 120_000
+    very_late_fraction: float = 0.002
+    very_late_ms: int = 60_000
+    skew: float = 1.0  # > 1: partition sizes decay geometrically by this factor
+    timestamp_granularity_ms: int = 1
+    null_event_times: int = 0
+    seed: int = 7
+
+
+def generate(spec: StreamSpec) -> pa.Table:
+    """A table with columns ``id``, ``partition``, ``event_time``, ``arrival``, ``key``,
+    ``value`` (int64 ms for times), ordered by arrival."""
+    rng = np.random.default_rng(spec.seed)
+    n = spec.rows
+    weights = spec.skew ** -np.arange(spec.partitions, dtype=np.float64)
+    part = rng.choice(spec.partitions, size=n, p=weights / weights.sum()).astype(np.int64)
+    event = rng.integers(0, spec.duration_ms, size=n, dtype=np.int64)
+    if spec.timestamp_granularity_ms > 1:
+        event -= event % spec.timestamp_granularity_ms
+    delay = rng.integers(0, spec.disorder_ms + 1, size=n, dtype=np.int64)
+    arrival = event + delay
+    if spec.lagging_partition is not None:
+        arrival[part == spec.lagging_partition] += spec.lag_ms
+    if spec.quiet_partition is not None:
+        q = part == spec.quiet_partition
+        gap = q & (arrival >= spec.quiet_from_ms) & (arrival < spec.quiet_from_ms + spec.quiet_for_ms)
+        arrival[gap] = spec.quiet_from_ms + spec.quiet_for_ms + (arrival[gap] - spec.quiet_from_ms) // 8
+    late = rng.random(n) < spec.very_late_fraction
+    arrival[late] += spec.very_late_ms
+    key = rng.integers(0, spec.keys, size=n, dtype=np.int64)
+    value = rng.integers(1, 100, size=n, dtype=np.int64)
+    order = np.argsort(arrival, kind="stable")
+    ev_col = pa.array(event[order] + EPOCH_MS)
+    if spec.null_event_times:
+        mask = np.zeros(n, dtype=bool)
+        mask[rng.choice(n, size=min(n, spec.null_event_times), replace=False)] = True
+        ev_col = pa.array(event[order] + EPOCH_MS, mask=mask)
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n, dtype=np.int64)),
+            "partition": pa.array(part[order]),
+            "event_time": ev_col,
+            "arrival": pa.array(arrival[order] + EPOCH_MS),
+            "key": pa.array(key[order]),
+            "value": pa.array(value[order]),
+        }
+    )
+
+
+__all__ = ["EPOCH_MS", "StreamSpec", "generate"]

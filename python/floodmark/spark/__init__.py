@@ -1,0 +1,18 @@
+"""floodmark on Spark: Flink-exact watermarks and windows over a PySpark DataFrame.
+
+Functions take a DataFrame and return DataFrames, so they compose with
+``DataFrame.transform``. See ``docs/spark.md`` for the stages and their costs.
+"""
+
+from floodmark.spark.assign import assign_watermarks, watermark_timeline
+from floodmark.spark.session import ARROW_CONF, local_session
+from floodmark.spark.windows import WindowedOutput, window_aggregate
+
+__all__ = [
+    "ARROW_CONF",
+    "WindowedOutput",
+    "assign_watermarks",
+    "local_session",
+    "watermark_timeline",
+    "window_aggregate",
+]

@@ -1,0 +1,161 @@
+"""Stage 3: each record gets its channel's watermark and the combined watermark in
+force when it arrived, and whether it is late.
+
+The lookup is a broadcast hash join on ``(channel, bucket)`` against the compact table
+the timeline stage produced: native Spark, no record crosses into Python.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from floodmark.spark.columns import field_type, quote, schema_error
+from floodmark.spark.timeline import (
+    Timeline,
+    compute_timeline,
+    error_reason,
+    make_plan,
+)
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import I64_MIN, Duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: Columns :func:`assign_watermarks` adds.
+ADDED_COLUMNS = ("channel_watermark", "watermark", "is_late", "error")
+
+
+def lookup_frame(df: DataFrame, timeline: Timeline) -> DataFrame:
+    """The timeline's per-bucket table as a small DataFrame to broadcast."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    plan = timeline.plan
+    schema = StructType(
+        [
+            StructField("__fm_channel", field_type(df, plan.channel, "channel")),
+            StructField("__fm_bucket", LongType()),
+            StructField("__fm_channel_wm", LongType()),
+            StructField("__fm_wm", LongType()),
+        ]
+    )
+    pdf = timeline.buckets.to_pandas()
+    pdf.columns = [f.name for f in schema.fields]
+    return df.sparkSession.createDataFrame(pdf, schema=schema)
+
+
+def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
+    """Join each record with the watermarks in force when it arrived (stage 3)."""
+    from pyspark.sql import functions as F
+
+    plan = timeline.plan
+    clash = [c for c in ADDED_COLUMNS if c in df.columns]
+    if clash:
+        raise schema_error(
+            clash[0],
+            f"the DataFrame already has a column {clash[0]!r}, which assign_watermarks "
+            "adds; rename it first",
+        )
+    lookup = F.broadcast(lookup_frame(df, timeline))
+    keyed = df.withColumn("__fm_arrival", plan.arrival.ticks()).withColumn(
+        "__fm_bucket", plan.bucket("__fm_arrival")
+    )
+    joined = keyed.join(
+        lookup,
+        on=(F.col(quote(plan.channel)) == F.col("__fm_channel"))
+        & (F.col("__fm_bucket") == lookup["__fm_bucket"]),
+        how="left",
+    )
+    reason = error_reason(plan)
+    wm = F.col("__fm_wm")
+    is_late = F.when(reason.isNull(), (wm > F.lit(I64_MIN)) & (plan.event_time.ticks() <= wm))
+    return joined.select(
+        *[F.col(quote(c)) for c in df.columns],
+        plan.event_time.from_ticks(F.col("__fm_channel_wm")).alias("channel_watermark"),
+        plan.event_time.from_ticks(wm).alias("watermark"),
+        is_late.alias("is_late"),
+        reason.alias("error"),
+    )
+
+
+def assign_watermarks(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    *,
+    channel: str,
+    arrival: str,
+    event_time: str | None = None,
+    emit_interval: Duration = timedelta(milliseconds=200),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+) -> DataFrame:
+    """Flink's watermarks for every record of ``df``.
+
+    Each channel (e.g. a Kafka partition) runs its own generator over its records in
+    arrival order, emitting periodically every ``emit_interval`` of arrival time; a
+    per-channel valve combines them (minimum over active channels, idleness, rejoin
+    only when caught up), exactly as Flink 2.3.0 does.
+
+    Args:
+        df: the events.
+        strategy: a :class:`floodmark.WatermarkStrategy`, e.g.
+            ``WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5))
+            .with_idleness(timedelta(minutes=1))``.
+        channel: the column naming each record's input channel (integer or string).
+        arrival: the column holding when each record arrived (processing time, e.g. the
+            Kafka broker timestamp): it orders the records and drives the periodic
+            emission and idleness clocks.
+        event_time: the event-time column; defaults to the strategy's
+            ``with_timestamp_assigner`` column.
+        emit_interval: Flink's ``autoWatermarkInterval`` (200 ms by default).
+        event_time_unit: unit of an integer event-time column (default ``"ms"``).
+        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+
+    Returns:
+        ``df`` with four more columns: ``channel_watermark`` (the record's channel
+        watermark in force when it arrived), ``watermark`` (the combined watermark in
+        force when it arrived), ``is_late`` (``event time <= watermark``) and ``error``
+        (why a row could not be placed: ``null_event_time``, ``null_arrival`` or
+        ``null_channel``; null otherwise). Watermarks are in the event-time column's
+        type; null means "no watermark yet" for timestamp columns.
+    """
+    plan = make_plan(
+        df,
+        strategy,
+        event_time=event_time,
+        channel=channel,
+        arrival=arrival,
+        emit_interval=emit_interval,
+        event_time_unit=event_time_unit,
+        arrival_unit=arrival_unit,
+    )
+    return apply_timeline(df, compute_timeline(df, plan))
+
+
+def watermark_timeline(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    *,
+    channel: str,
+    arrival: str,
+    event_time: str | None = None,
+    emit_interval: Duration = timedelta(milliseconds=200),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+) -> DataFrame:
+    """The combined watermark timeline: one row per change, with ``time`` (arrival),
+    ``watermark``, ``status`` (``active``/``idle``) and ``min_channel`` (the channel
+    holding the minimum, i.e. the one time waits for). Arguments as in
+    :func:`assign_watermarks`."""
+    plan = make_plan(
+        df,
+        strategy,
+        event_time=event_time,
+        channel=channel,
+        arrival=arrival,
+        emit_interval=emit_interval,
+        event_time_unit=event_time_unit,
+        arrival_unit=arrival_unit,
+    )
+    return compute_timeline(df, plan).to_dataframe(df.sparkSession)

@@ -1,0 +1,148 @@
+"""Column checks and time conversions between Spark types and engine ticks.
+
+Event time and arrival may each be ``TimestampType`` (ticks are microseconds since the
+epoch), ``TimestampNTZType`` (the wall time read as UTC, microseconds) or an integer
+column of epoch values in a declared unit (``s``, ``ms``, ``us``, ``ns``). Outputs go
+back to the input's type. All checks run on the schema, before any job starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from floodmark.exceptions import SchemaError
+from floodmark.time import check_unit
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+Kind = Literal["timestamp", "timestamp_ntz", "integer"]
+
+_NTZ_TO_MICROS = (
+    "cast(datediff(cast({c} as date), date'1970-01-01') as bigint) * 86400000000"
+    " + cast(hour({c}) as bigint) * 3600000000 + cast(minute({c}) as bigint) * 60000000"
+    " + cast(date_part('SECOND', {c}) * 1000000 as bigint)"
+)
+
+
+@dataclass(frozen=True)
+class TimeColumn:
+    """A resolved time column: its name, Spark kind and tick unit."""
+
+    name: str
+    kind: Kind
+    unit: str
+
+    def ticks(self) -> Column:
+        """The column as ``bigint`` ticks of :attr:`unit`."""
+        from pyspark.sql import functions as F
+
+        col = F.col(quote(self.name))
+        if self.kind == "timestamp":
+            return F.unix_micros(col)
+        if self.kind == "timestamp_ntz":
+            return F.expr(_NTZ_TO_MICROS.format(c=quote(self.name)))
+        return col.cast("bigint")
+
+    def from_ticks(self, ticks: Column) -> Column:
+        """Ticks back to this column's type; the ``i64`` extremes (no watermark yet,
+        end of input) become null for timestamp columns."""
+        from pyspark.sql import functions as F
+
+        if self.kind == "integer":
+            return ticks
+        bounded = F.when((ticks > F.lit(-(2**62))) & (ticks < F.lit(2**62)), ticks)
+        if self.kind == "timestamp":
+            return F.timestamp_micros(bounded)
+        return F.expr("make_timestamp_ntz(1970, 1, 1, 0, 0, 0)") + F.make_dt_interval(
+            secs=bounded.cast("decimal(30,0)") / F.lit(1_000_000)
+        )
+
+
+def schema_error(name: str, message: str) -> SchemaError:
+    """A :class:`SchemaError` about column ``name``."""
+    err = SchemaError(f"invalid input `{name}`: {message}")
+    err.column = name
+    return err
+
+
+def quote(name: str) -> str:
+    """Backtick-quote a column name for Spark expressions."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
+    """The Spark type of column ``name``; a clear error if it does not exist."""
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    if name not in fields:
+        raise schema_error(
+            name,
+            f"the DataFrame has no column {name!r} (given as {parameter}=); "
+            f"its columns are {sorted(fields)}",
+        )
+    return fields[name]
+
+
+def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> TimeColumn:
+    """Resolve a time column: Timestamp, TimestampNTZ, or integer epoch values.
+
+    Args:
+        df: the input DataFrame.
+        name: the column's name.
+        unit: the unit of an integer column (``s``, ``ms``, ``us``, ``ns``); ignored for
+            timestamp columns (always microseconds).
+        parameter: the API parameter that named the column, for error messages.
+    """
+    from pyspark.sql.types import (
+        ByteType,
+        IntegerType,
+        LongType,
+        ShortType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    dtype = field_type(df, name, parameter)
+    if isinstance(dtype, TimestampType):
+        return TimeColumn(name, "timestamp", "us")
+    if isinstance(dtype, TimestampNTZType):
+        return TimeColumn(name, "timestamp_ntz", "us")
+    if isinstance(dtype, (LongType, IntegerType, ShortType, ByteType)):
+        return TimeColumn(name, "integer", check_unit(unit or "ms", f"{parameter}_unit"))
+    raise schema_error(
+        name,
+        f"{parameter}= column {name!r} has type "
+        f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column"
+    )
+
+
+def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
+    """Check a key or channel column: integer or string."""
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType
+
+    dtype = field_type(df, name, parameter)
+    if not isinstance(dtype, (LongType, IntegerType, ShortType, ByteType, StringType)):
+        raise schema_error(
+            name,
+            f"{parameter}= column {name!r} has type {dtype.simpleString()}; "
+            "use an integer or string column",
+        )
+    return dtype
+
+
+def value_column(df: DataFrame, name: str, parameter: str) -> Literal["bigint", "double"]:
+    """Check a numeric value column; returns the type it is sent to the engine as."""
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType
+
+    dtype = field_type(df, name, parameter)
+    if isinstance(dtype, IntegralType):
+        return "bigint"
+    if isinstance(dtype, (DoubleType, FloatType, DecimalType)):
+        return "double"
+    raise schema_error(
+        name,
+        f"{parameter}= column {name!r} has type "
+        f"{dtype.simpleString()}; aggregates need a numeric column"
+    )

@@ -1,0 +1,288 @@
+"""Stages 1 and 2 of the pipeline: per-channel watermarks and the combined timeline.
+
+Why this is exact and cheap. Periodic emission happens on a grid of processing time
+(every ``emit_interval``, at multiples of it); the emission at grid time ``t`` sees every
+record with ``arrival <= t`` (the documented tie rule). For the periodic generators
+(bounded out-of-orderness, monotonous, processing-time lag, no watermarks, each with or
+without idleness) what an emission at ``t`` says depends only on the maximum event time
+seen so far and on whether anything arrived since the previous emission. So Spark
+reduces each channel's records, natively and in parallel, to one row per non-empty grid
+bucket ``(channel, bucket, max event time, count)``, and the Rust driver replays the
+channel's generator over those rows exactly as it would over every record. The result
+is the same emission stream, bit for bit (the equality tests check it against the
+per-record engine), without sending a single record through Python.
+
+The compact rows (channels x non-empty buckets) come to the driver, where the Rust
+valve merges the channels' emissions into the combined watermark timeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import I64_MIN, Duration, to_ticks
+from floodmark.watermarks import combine, drive
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+PERIODIC_KINDS = ("bounded_out_of_orderness", "processing_time_lag", "no_watermarks")
+
+
+@dataclass(frozen=True)
+class WatermarkPlan:
+    """Everything the watermark stages need, resolved and checked against the schema."""
+
+    event_time: TimeColumn
+    arrival: TimeColumn
+    channel: str
+    interval: int
+    strategy: WatermarkStrategy  # durations already in ticks
+
+    def bucket(self, arrival_ticks: str) -> Column:
+        """The grid bucket of each record, from the column ``arrival_ticks`` holding its
+        arrival in ticks: ``ceil(arrival / interval)`` in exact integer arithmetic (no
+        overflow, no float). A record of bucket ``k`` is first seen by the emission at
+        ``k * interval``."""
+        from pyspark.sql import functions as F
+
+        a, i = quote(arrival_ticks), self.interval
+        return F.expr(f"({a} div {i}) + CASE WHEN {a} % {i} > 0 THEN 1 ELSE 0 END")
+
+
+def resolve_strategy(
+    strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
+) -> WatermarkStrategy:
+    """The same strategy with every duration in ticks: the bound in event-time ticks,
+    the idle timeout in arrival ticks."""
+    if not isinstance(strategy, WatermarkStrategy):
+        raise InvalidParameterError(
+            "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
+            f"got {type(strategy).__name__}"
+        )
+    kind = strategy.kind
+    if kind not in PERIODIC_KINDS:
+        raise InvalidParameterError(
+            f"invalid parameter `strategy`: the Spark pipeline runs the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness); {kind!r} runs with "
+            "floodmark.drive on a single table instead"
+        )
+    resolved: WatermarkStrategy
+    if kind == "bounded_out_of_orderness":
+        assert strategy.bound is not None
+        resolved = WatermarkStrategy.for_bounded_out_of_orderness(
+            to_ticks(strategy.bound, event_unit, "bound")
+        )
+    elif kind == "processing_time_lag":
+        if event_unit != arrival_unit:
+            raise InvalidParameterError(
+                "invalid parameter `strategy`: a processing-time-lag watermark compares "
+                "arrival time with event time, so both columns need the same unit "
+                f"(got event time in {event_unit}, arrival in {arrival_unit})"
+            )
+        assert strategy.bound is not None
+        resolved = WatermarkStrategy.for_processing_time_lag(
+            to_ticks(strategy.bound, arrival_unit, "lag")
+        )
+    else:
+        resolved = WatermarkStrategy.no_watermarks()
+    if strategy.idle_timeout is not None:
+        resolved = resolved.with_idleness(
+            to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
+        )
+    return resolved
+
+
+def make_plan(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    *,
+    event_time: str | None,
+    channel: str,
+    arrival: str,
+    emit_interval: Duration,
+    event_time_unit: str | None,
+    arrival_unit: str | None,
+) -> WatermarkPlan:
+    """Check the columns and parameters (before any job runs) and resolve them."""
+    name = event_time or (strategy.timestamp_column if strategy else None)
+    if name is None:
+        raise InvalidParameterError(
+            "invalid parameter `event_time`: name the event-time column, either "
+            "event_time='ts' or strategy.with_timestamp_assigner('ts')"
+        )
+    ev = time_column(df, name, event_time_unit, "event_time")
+    arr = time_column(df, arrival, arrival_unit, "arrival")
+    key_column(df, channel, "channel")
+    interval = to_ticks(emit_interval, arr.unit, "emit_interval")
+    if interval <= 0:
+        raise InvalidParameterError(
+            f"invalid parameter `emit_interval`: must be positive, got {emit_interval!r}"
+        )
+    return WatermarkPlan(ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit))
+
+
+@dataclass
+class Timeline:
+    """The combined watermark timeline of one input, plus what stage 3 joins against.
+
+    Attributes:
+        plan: the resolved plan.
+        table: one row per change of the combined watermark or status: ``time``
+            (arrival ticks), ``watermark`` (event-time ticks), ``status``
+            (``active``/``idle``), ``min_channel`` (the channel value holding the minimum).
+        buckets: one row per non-empty ``(channel, bucket)``: ``channel``, ``bucket``,
+            ``channel_watermark`` and ``watermark`` in force for records of that bucket.
+        channels: the channel values, in the order of the valve's channel indexes.
+    """
+
+    plan: WatermarkPlan
+    table: pa.Table
+    buckets: pa.Table
+    channels: list[Any] = field(default_factory=list)
+
+    def advances(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(times, watermarks)`` of the rows where the combined watermark grew."""
+        times = self.table.column("time").to_numpy()
+        wms = self.table.column("watermark").to_numpy()
+        if len(wms) == 0:
+            return times, wms
+        prev = np.concatenate([[I64_MIN], np.maximum.accumulate(wms)[:-1]])
+        keep = wms > prev
+        return times[keep], wms[keep]
+
+    def to_dataframe(self, spark: SparkSession) -> DataFrame:
+        """The timeline as a DataFrame, times and watermarks in the input's types."""
+        from pyspark.sql import functions as F
+
+        df = spark.createDataFrame(self.table.to_pandas())
+        return df.select(
+            self.plan.arrival.from_ticks(F.col("time")).alias("time"),
+            self.plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
+            F.col("status"),
+            F.col("min_channel"),
+        )
+
+
+def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
+    """Run the generator per channel over the bucket rows and combine the channels.
+
+    Args:
+        agg: columns ``channel``, ``bucket``, ``max_ts`` (one row per non-empty bucket).
+        plan: the resolved plan.
+    """
+    interval = plan.interval
+    agg = agg.sort_by([("channel", "ascending"), ("bucket", "ascending")])
+    channel_values = agg.column("channel").to_pylist()
+    buckets = agg.column("bucket").to_numpy().astype(np.int64)
+    max_ts = agg.column("max_ts").to_numpy().astype(np.int64)
+    n = len(buckets)
+    if n == 0:
+        empty = pa.table(
+            {
+                "time": pa.array([], pa.int64()),
+                "watermark": pa.array([], pa.int64()),
+                "status": pa.array([], pa.string()),
+                "min_channel": pa.array([], agg.schema.field("channel").type),
+            }
+        )
+        return Timeline(plan, empty, agg.select(["channel", "bucket"]), [])
+    # Channel boundaries in the sorted rows.
+    starts = [0] + [i for i in range(1, n) if channel_values[i] != channel_values[i - 1]] + [n]
+    channels = [channel_values[s] for s in starts[:-1]]
+    start, until = int(buckets.min()) * interval, int(buckets.max()) * interval
+    channel_wm = np.empty(n, dtype=np.int64)
+    parts = []
+    for idx, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
+        res = drive(
+            plan.strategy,
+            max_ts[lo:hi],
+            buckets[lo:hi] * interval,
+            emit_interval=interval,
+            start=start,
+            until=until,
+        )
+        channel_wm[lo:hi] = res.record_watermark.to_numpy(zero_copy_only=False)
+        em = res.emissions
+        parts.append(
+            pa.record_batch(
+                [pa.array(np.full(em.num_rows, idx, dtype=np.int64)), *em.columns],
+                names=["channel", *em.schema.names],
+            )
+        )
+    emissions = pa.Table.from_batches(parts).combine_chunks().to_batches()
+    merged = pa.concat_batches(emissions) if emissions else parts[0].slice(0, 0)
+    tl = combine(merged, num_channels=len(channels))
+    times = tl.column("time").to_numpy(zero_copy_only=False)
+    wms = tl.column("watermark").to_numpy(zero_copy_only=False)
+    # Combined watermark in force for a record of bucket k: the last change at a time
+    # strictly before its arrival, i.e. at or before (k - 1) * I.
+    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
+    wm_in_force = np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+    min_ch = tl.column("min_channel").to_pylist()
+    table = pa.table(
+        {
+            "time": tl.column("time"),
+            "watermark": tl.column("watermark"),
+            "status": tl.column("status"),
+            "min_channel": pa.array(
+                [None if c is None else channels[c] for c in min_ch],
+                agg.schema.field("channel").type,
+            ),
+        }
+    )
+    bucket_table = pa.table(
+        {
+            "channel": agg.column("channel"),
+            "bucket": pa.array(buckets),
+            "channel_watermark": pa.array(channel_wm),
+            "watermark": pa.array(wm_in_force),
+        }
+    )
+    return Timeline(plan, table, bucket_table, channels)
+
+
+def valid_rows(plan: WatermarkPlan) -> Column:
+    """Rows the watermark stages can place: event time, arrival and channel not null."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.col(quote(plan.event_time.name)).isNotNull()
+        & F.col(quote(plan.arrival.name)).isNotNull()
+        & F.col(quote(plan.channel)).isNotNull()
+    )
+
+
+def error_reason(plan: WatermarkPlan) -> Column:
+    """Why a row cannot be placed (null when it can)."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(F.col(quote(plan.event_time.name)).isNull(), F.lit("null_event_time"))
+        .when(F.col(quote(plan.arrival.name)).isNull(), F.lit("null_arrival"))
+        .when(F.col(quote(plan.channel)).isNull(), F.lit("null_channel"))
+    )
+
+
+def compute_timeline(df: DataFrame, plan: WatermarkPlan) -> Timeline:
+    """Stages 1-2: one native aggregation pass over three columns, then the engine."""
+    from pyspark.sql import functions as F
+
+    agg = (
+        df.where(valid_rows(plan))
+        .select(
+            F.col(quote(plan.channel)).alias("channel"),
+            plan.arrival.ticks().alias("arrival"),
+            plan.event_time.ticks().alias("ts"),
+        )
+        .groupBy("channel", plan.bucket("arrival").alias("bucket"))
+        .agg(F.max("ts").alias("max_ts"))
+    )
+    return timeline_from_buckets(agg.toArrow(), plan)

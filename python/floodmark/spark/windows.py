@@ -1,0 +1,375 @@
+"""Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
+
+The records are shuffled once by key into ``num_partitions`` partitions, sorted by
+arrival inside each, and streamed through one Rust window operator per partition
+(``mapInArrow``): the operator is keyed, so one instance serves every key of its
+partition, in arrival order, exactly as Flink's keyed WindowOperator does. The compact
+timeline travels with the function; its watermark advances are placed between the
+records by arrival time (an advance at time ``t`` comes after every record with
+``arrival <= t``). Only the columns the stage needs cross into Python: keys, event
+time, arrival, channel and the aggregated values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.columns import key_column, quote, value_column
+from floodmark.spark.timeline import (
+    Timeline,
+    WatermarkPlan,
+    compute_timeline,
+    error_reason,
+    make_plan,
+    valid_rows,
+)
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration, to_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import DataType, StructType
+
+TS, ARRIVAL, OUTPUT = "__fm_ts", "__fm_arrival", "__fm_output"
+AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
+
+
+@dataclass
+class WindowedOutput:
+    """What :func:`window_aggregate` returns: three DataFrames over one cached run.
+
+    Attributes:
+        results: one row per window firing: key columns, ``window_start``,
+            ``window_end``, the aggregates, ``watermark`` (that fired it), ``timing``
+            (``on_time``, or ``late`` for a re-fire within the allowed lateness) and
+            ``fired_at`` (arrival time of the input that triggered it; null when the
+            end of input fired it).
+        late: Flink's late side output: records too late for every window, with the
+            ``watermark`` they met.
+        dropped: records no window could take, with a ``reason``:
+            ``null_event_time``, ``null_arrival``, ``null_channel``, ``min_event_time``
+            or ``no_window`` (a record in no window, not yet late: Flink drops it
+            silently; floodmark reports it).
+        timeline: the combined watermark timeline that drove the windows.
+    """
+
+    results: DataFrame
+    late: DataFrame
+    dropped: DataFrame
+    timeline: Timeline
+    cached: DataFrame
+
+    def unpersist(self) -> None:
+        """Release the cached run behind the three DataFrames."""
+        self.cached.unpersist()
+
+
+def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, str]]:
+    """Check the aggregate list: ``"count"`` or ``(function, column)`` pairs."""
+    out: list[str | tuple[str, str]] = []
+    if isinstance(aggs, str):
+        aggs = [aggs]
+    for agg in aggs:
+        if agg == "count":
+            out.append("count")
+        elif isinstance(agg, (tuple, list)) and len(agg) == 2 and agg[0] in AGG_FUNCTIONS:
+            out.append((str(agg[0]), str(agg[1])))
+        else:
+            raise InvalidParameterError(
+                f"invalid parameter `aggs`: {agg!r} is not an aggregate; use 'count' or a "
+                f"(function, column) pair with function one of {', '.join(AGG_FUNCTIONS)}"
+            )
+    if not out:
+        raise InvalidParameterError("invalid parameter `aggs`: give at least one aggregate")
+    return out
+
+
+def agg_name(agg: str | tuple[str, str]) -> str:
+    return "count" if isinstance(agg, str) else f"{agg[0]}_{agg[1]}"
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """The resolved window stage."""
+
+    wm: WatermarkPlan
+    window: Any
+    keys: list[str]
+    values: dict[str, str]  # column -> "bigint" | "double"
+    aggs: list[str | tuple[str, str]]
+    lateness: int
+    send_channel: bool
+
+    def sent_columns(self) -> list[str]:
+        chan = [self.wm.channel] if self.send_channel else []
+        vals = [v for v in self.values if v not in self.keys]
+        return [*self.keys, TS, ARRIVAL, *chan, *vals]
+
+
+def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
+    """One schema for results, late and dropped rows (mapInArrow has one output)."""
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    fields = {f.name: f.dataType for f in sent.fields}
+    out = [StructField(OUTPUT, StringType(), False)]
+    out += [StructField(c, fields[c]) for c in plan.sent_columns()]
+    out += [StructField("window_start", LongType()), StructField("window_end", LongType())]
+    for agg in plan.aggs:
+        dtype: DataType
+        if agg == "count":
+            dtype = LongType()
+        elif agg[0] == "mean":
+            dtype = DoubleType()
+        else:
+            dtype = LongType() if plan.values[agg[1]] == "bigint" else DoubleType()
+        out.append(StructField(agg_name(agg), dtype))
+    out += [
+        StructField("watermark", LongType()),
+        StructField("timing", StringType()),
+        StructField("trigger_time", LongType()),
+        StructField("reason", StringType()),
+    ]
+    return StructType(out)
+
+
+def conform(batch: pa.RecordBatch, kind: str, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` widened to the union schema (absent columns null), tagged ``kind``."""
+    n = batch.num_rows
+    cols = []
+    for f in schema:
+        if f.name == OUTPUT:
+            cols.append(pa.array([kind] * n, pa.string()))
+        elif f.name in batch.schema.names:
+            cols.append(batch.column(f.name).cast(f.type))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.record_batch(cols, schema=schema)
+
+
+def make_runner(
+    plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schema: pa.Schema
+) -> Any:
+    """The function each partition runs: records in arrival order through one keyed
+    Rust window operator, timeline advances interleaved by arrival time."""
+    window, keys, aggs, lateness, unit = plan.window, plan.keys, plan.aggs, plan.lateness, (
+        plan.wm.event_time.unit
+    )
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from floodmark.windows import WindowOperator
+
+        op = WindowOperator(
+            window,
+            key=keys,
+            event_time=TS,
+            aggs=aggs,
+            allowed_lateness=lateness,
+            unit=unit,
+            arrival=ARRIVAL,
+        )
+        j, empty = 0, None
+
+        def emit(out: Any) -> Iterator[pa.RecordBatch]:
+            for kind, b in (("result", out.results), ("late", out.late), ("dropped", out.dropped)):
+                if b.num_rows:
+                    yield conform(b, kind, schema)
+
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            empty = b.slice(0, 0)
+            arr = b.column(ARRIVAL).to_numpy()
+            hi = int(np.searchsorted(times, arr[-1], side="left"))
+            pos = np.searchsorted(arr, times[j:hi], side="right").astype(np.int64)
+            adv = {"position": pos, "watermark": wms[j:hi], "time": times[j:hi]}
+            yield from emit(op.process(b, adv))
+            j = hi
+        if empty is None:
+            return
+        if j < len(times):
+            n = len(times) - j
+            adv = {"position": np.zeros(n, np.int64), "watermark": wms[j:], "time": times[j:]}
+            yield from emit(op.process(empty, adv))
+        yield from emit(op.finish())
+
+    return run
+
+
+def window_aggregate(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    window: Any,
+    *,
+    key: str | Sequence[str],
+    channel: str,
+    arrival: str,
+    aggs: Sequence[str | tuple[str, str]] = ("count",),
+    allowed_lateness: Duration = timedelta(0),
+    event_time: str | None = None,
+    emit_interval: Duration = timedelta(milliseconds=200),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+    num_partitions: int | None = None,
+) -> WindowedOutput:
+    """Flink's keyed event-time windows over ``df``, driven by Flink's watermarks.
+
+    Args:
+        df: the events.
+        strategy: the watermark strategy (see :func:`assign_watermarks`).
+        window: ``TumblingEventTimeWindows.of(...)``, ``SlidingEventTimeWindows.of(...)``
+            or ``EventTimeSessionWindows.with_gap(...)``.
+        key: the key column(s), integer or string.
+        channel: the input-channel column (e.g. Kafka partition).
+        arrival: the arrival (processing) time column.
+        aggs: ``"count"`` and ``(function, column)`` pairs, function one of sum, min,
+            max, mean, first, last. Result columns are ``count`` and ``function_column``.
+        allowed_lateness: Flink's ``allowedLateness``: fired windows are kept this long
+            past their end and re-fire for each late record.
+        event_time: event-time column (default: the strategy's timestamp assigner).
+        emit_interval: periodic watermark emission interval (Flink's 200 ms default).
+        event_time_unit: unit of an integer event-time column (default ``"ms"``).
+        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        num_partitions: partitions of the keyed shuffle (default: Spark's default
+            parallelism).
+
+    Returns:
+        A :class:`WindowedOutput` with ``results``, ``late`` and ``dropped``.
+    """
+    from pyspark.sql import functions as F
+
+    wm_plan = make_plan(
+        df,
+        strategy,
+        event_time=event_time,
+        channel=channel,
+        arrival=arrival,
+        emit_interval=emit_interval,
+        event_time_unit=event_time_unit,
+        arrival_unit=arrival_unit,
+    )
+    keys = [key] if isinstance(key, str) else list(key)
+    if not keys:
+        raise InvalidParameterError("invalid parameter `key`: give at least one key column")
+    for k in keys:
+        key_column(df, k, "key")
+    parsed = parse_aggs(aggs)
+    values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
+    lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
+    if lateness < 0:
+        raise InvalidParameterError(
+            f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
+        )
+    plan = WindowPlan(
+        wm_plan,
+        window,
+        keys,
+        values,
+        parsed,
+        lateness,
+        send_channel=channel not in keys and channel not in values,
+    )
+    check_window(window, wm_plan.event_time.unit)
+
+    timeline = compute_timeline(df, wm_plan)
+    times, wms = timeline.advances()
+
+    sent = df.where(valid_rows(wm_plan)).select(
+        *[F.col(quote(k)) for k in keys],
+        wm_plan.event_time.ticks().alias(TS),
+        wm_plan.arrival.ticks().alias(ARRIVAL),
+        *([F.col(quote(channel))] if plan.send_channel else []),
+        *[F.col(quote(v)).cast(t).alias(v) for v, t in values.items() if v not in keys],
+    )
+    schema = union_schema(plan, sent.schema)
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(schema)
+    parts = num_partitions or df.sparkSession.sparkContext.defaultParallelism
+    ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
+        ARRIVAL, *([quote(channel)] if plan.send_channel else []), TS, *map(quote, keys)
+    )
+    cached = ordered.mapInArrow(make_runner(plan, times, wms, arrow_schema), schema).persist()
+    return WindowedOutput(
+        results=results_frame(cached, plan),
+        late=side_frame(cached, plan, df, "late"),
+        dropped=side_frame(cached, plan, df, "dropped").unionByName(errors_frame(df, plan)),
+        timeline=timeline,
+        cached=cached,
+    )
+
+
+def check_window(window: Any, unit: str) -> None:
+    """Fail early (before any job) on an invalid window assigner."""
+    try:
+        window.assign_windows(0, unit=unit)
+    except AttributeError:
+        raise InvalidParameterError(
+            "invalid parameter `window`: expected TumblingEventTimeWindows.of(...), "
+            "SlidingEventTimeWindows.of(...) or EventTimeSessionWindows.with_gap(...), "
+            f"got {type(window).__name__}"
+        ) from None
+
+
+def results_frame(cached: DataFrame, plan: WindowPlan) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    ev, arr = plan.wm.event_time, plan.wm.arrival
+    return cached.where(F.col(OUTPUT) == "result").select(
+        *[F.col(quote(k)) for k in plan.keys],
+        ev.from_ticks(F.col("window_start")).alias("window_start"),
+        ev.from_ticks(F.col("window_end")).alias("window_end"),
+        *[F.col(agg_name(a)) for a in plan.aggs],
+        ev.from_ticks(F.col("watermark")).alias("watermark"),
+        F.col("timing"),
+        arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
+    )
+
+
+def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
+    """Late and dropped rows carry the stage's columns, in their input types."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    wm = plan.wm
+    cols: list[Any] = [F.col(quote(k)) for k in plan.keys]
+    cols.append(wm.event_time.from_ticks(F.col(TS)).cast(types[wm.event_time.name]).alias(
+        wm.event_time.name
+    ))
+    cols.append(wm.arrival.from_ticks(F.col(ARRIVAL)).cast(types[wm.arrival.name]).alias(
+        wm.arrival.name
+    ))
+    if plan.send_channel:
+        cols.append(F.col(quote(wm.channel)))
+    cols += [F.col(quote(v)).cast(types[v]).alias(v) for v in plan.values if v not in plan.keys]
+    return cols
+
+
+def side_frame(cached: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    extra = (
+        plan.wm.event_time.from_ticks(F.col("watermark")).alias("watermark")
+        if kind == "late"
+        else F.col("reason")
+    )
+    return cached.where(F.col(OUTPUT) == kind).select(*record_columns(plan, df), extra)
+
+
+def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
+    """Rows the watermark stages cannot place, with the reason (never lost)."""
+    from pyspark.sql import functions as F
+
+    wm = plan.wm
+    cols = [F.col(quote(k)) for k in plan.keys]
+    cols += [F.col(quote(wm.event_time.name)), F.col(quote(wm.arrival.name))]
+    if plan.send_channel:
+        cols.append(F.col(quote(wm.channel)))
+    cols += [F.col(quote(v)) for v in plan.values if v not in plan.keys]
+    return df.where(~valid_rows(wm)).select(*cols, error_reason(wm).alias("reason"))
