@@ -141,12 +141,16 @@ class Timeline:
         buckets: one row per non-empty ``(channel, bucket)``: ``channel``, ``bucket``,
             ``channel_watermark`` and ``watermark`` in force for records of that bucket.
         channels: the channel values, in the order of the valve's channel indexes.
+        emissions: every channel's own output (deduplicated as Flink's
+            ``WatermarkToDataOutput`` does): ``channel`` (value), ``time``, ``kind``
+            (``watermark``/``idle``/``active``), ``watermark``.
     """
 
     plan: WatermarkPlan
     table: pa.Table
     buckets: pa.Table
     channels: list[Any] = field(default_factory=list)
+    emissions: pa.Table | None = None
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, watermarks)`` of the rows where the combined watermark grew."""
@@ -246,7 +250,18 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
             "watermark": pa.array(wm_in_force),
         }
     )
-    return Timeline(plan, table, bucket_table, channels)
+    chan_type = agg.schema.field("channel").type
+    emitted = pa.table(
+        {
+            "channel": pa.array(
+                [channels[c] for c in merged.column("channel").to_pylist()], chan_type
+            ),
+            "time": merged.column("time"),
+            "kind": merged.column("kind"),
+            "watermark": merged.column("watermark"),
+        }
+    )
+    return Timeline(plan, table, bucket_table, channels, emitted)
 
 
 def valid_rows(plan: WatermarkPlan) -> Column:
