@@ -57,9 +57,9 @@ def main() -> None:
     spark = local_session(master=args.master)
     df = spark.read.parquet(str(path))
     cols = df.columns
-    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
-        timedelta(seconds=5)
-    ).with_idleness(timedelta(seconds=30))
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5)).with_idleness(
+        timedelta(seconds=30)
+    )
     window = TumblingEventTimeWindows.of(timedelta(seconds=10))
 
     def noop(frame: object) -> None:
@@ -75,23 +75,30 @@ def main() -> None:
             df.groupBy(F.window(F.timestamp_millis("event_time"), "10 seconds"), "key").count()
         ),
         "floodmark assign_watermarks": lambda: noop(
-            assign_watermarks(df, strategy, event_time="event_time", channel="partition",
-                              arrival="arrival")
+            assign_watermarks(
+                df, strategy, event_time="event_time", channel="partition", arrival="arrival"
+            )
         ),
         "floodmark window_aggregate (all outputs)": lambda: run_pipeline(),
     }
 
     def run_pipeline() -> None:
-        out = window_aggregate(df, strategy, window, key="key", event_time="event_time",
-                               channel="partition", arrival="arrival",
-                               aggs=["count", ("sum", "value")])
+        out = window_aggregate(
+            df,
+            strategy,
+            window,
+            key="key",
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            aggs=["count", ("sum", "value")],
+        )
         noop(out.results)
         noop(out.late)
         noop(out.dropped)
         out.unpersist()
 
-    print(f"{args.rows:,} rows x {len(cols)} columns, master {args.master}; warming up",
-          flush=True)
+    print(f"{args.rows:,} rows x {len(cols)} columns, master {args.master}; warming up", flush=True)
     noop(df.mapInArrow(identity, df.schema))
     print("best of", args.repeat)
     secs = {label: timed(label, fn, args.repeat) for label, fn in steps.items()}
@@ -99,8 +106,10 @@ def main() -> None:
     native = secs["native windowed count (10 s, key)"]
     print("\nratios (same run):")
     for label in ("floodmark assign_watermarks", "floodmark window_aggregate (all outputs)"):
-        print(f"  {label:<44} {secs[label] / ident:5.2f}x identity pass, "
-              f"{secs[label] / native:5.2f}x native window count")
+        print(
+            f"  {label:<44} {secs[label] / ident:5.2f}x identity pass, "
+            f"{secs[label] / native:5.2f}x native window count"
+        )
     spark.stop()
 
 

@@ -56,8 +56,12 @@ def generate(spec: StreamSpec) -> pa.Table:
         arrival[part == spec.lagging_partition] += spec.lag_ms
     if spec.quiet_partition is not None:
         q = part == spec.quiet_partition
-        gap = q & (arrival >= spec.quiet_from_ms) & (arrival < spec.quiet_from_ms + spec.quiet_for_ms)
-        arrival[gap] = spec.quiet_from_ms + spec.quiet_for_ms + (arrival[gap] - spec.quiet_from_ms) // 8
+        gap = (
+            q & (arrival >= spec.quiet_from_ms) & (arrival < spec.quiet_from_ms + spec.quiet_for_ms)
+        )
+        arrival[gap] = (
+            spec.quiet_from_ms + spec.quiet_for_ms + (arrival[gap] - spec.quiet_from_ms) // 8
+        )
     late = rng.random(n) < spec.very_late_fraction
     arrival[late] += spec.very_late_ms
     key = rng.integers(0, spec.keys, size=n, dtype=np.int64)

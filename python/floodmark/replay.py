@@ -45,8 +45,9 @@ class Replay:
     dropped: pa.Table
 
 
-def processing_order(table: pa.Table, arrival: str, channel: str, event_time: str,
-                     keys: Sequence[str] = ()) -> pa.Table:
+def processing_order(
+    table: pa.Table, arrival: str, channel: str, event_time: str, keys: Sequence[str] = ()
+) -> pa.Table:
     """Sort by ``(arrival, channel, event time, keys...)``: the order of every stage."""
     by = [arrival, channel, event_time, *[k for k in keys if k not in (channel,)]]
     return table.sort_by([(c, "ascending") for c in dict.fromkeys(by)])
@@ -94,44 +95,69 @@ def replay(
         start, until = int(arr.min()), int(arr.max())
         for i in range(len(channels)):
             rows = np.nonzero(chan_idx == i)[0]
-            res = drive(resolved, ts[rows], arr[rows], emit_interval=interval, start=start,
-                        until=until)
+            res = drive(
+                resolved, ts[rows], arr[rows], emit_interval=interval, start=start, until=until
+            )
             channel_wm[rows] = res.record_watermark.to_numpy(zero_copy_only=False)
             em = res.emissions
-            parts.append(pa.record_batch(
-                [pa.array(np.full(em.num_rows, i, dtype=np.int64)), *em.columns],
-                names=["channel", *em.schema.names]))
+            parts.append(
+                pa.record_batch(
+                    [pa.array(np.full(em.num_rows, i, dtype=np.int64)), *em.columns],
+                    names=["channel", *em.schema.names],
+                )
+            )
     if parts:
         tl = combine(pa.concat_batches(parts), num_channels=len(channels))
     else:
-        tl = combine(pa.record_batch({"channel": pa.array([], pa.int64()),
-                                      "time": pa.array([], pa.int64()),
-                                      "kind": pa.array([], pa.string()),
-                                      "watermark": pa.array([], pa.int64())}),
-                     num_channels=0)
+        tl = combine(
+            pa.record_batch(
+                {
+                    "channel": pa.array([], pa.int64()),
+                    "time": pa.array([], pa.int64()),
+                    "kind": pa.array([], pa.string()),
+                    "watermark": pa.array([], pa.int64()),
+                }
+            ),
+            num_channels=0,
+        )
     times = tl.column("time").to_numpy(zero_copy_only=False)
     wms = tl.column("watermark").to_numpy(zero_copy_only=False)
     at = np.searchsorted(times, arr, side="left") - 1
     wm = np.where(at >= 0, wms[np.maximum(at, 0)], I64_MIN).astype(np.int64)
     is_late = (wm > I64_MIN) & (ts <= wm)
-    records = table.append_column("channel_watermark", pa.array(channel_wm)).append_column(
-        "watermark", pa.array(wm)).append_column("is_late", pa.array(is_late))
-    timeline = pa.table({
-        "time": tl.column("time"), "watermark": tl.column("watermark"),
-        "status": tl.column("status"),
-        "min_channel": pa.array([None if c is None else channels[c]
-                                 for c in tl.column("min_channel").to_pylist()],
-                                table.schema.field(channel).type),
-    })
+    records = (
+        table.append_column("channel_watermark", pa.array(channel_wm))
+        .append_column("watermark", pa.array(wm))
+        .append_column("is_late", pa.array(is_late))
+    )
+    timeline = pa.table(
+        {
+            "time": tl.column("time"),
+            "watermark": tl.column("watermark"),
+            "status": tl.column("status"),
+            "min_channel": pa.array(
+                [None if c is None else channels[c] for c in tl.column("min_channel").to_pylist()],
+                table.schema.field(channel).type,
+            ),
+        }
+    )
     empty = pa.table({})
     if window is None:
         return Replay(records, timeline, empty, empty, errors)
-    op = WindowOperator(window, key=keys, event_time=ev, aggs=aggs,
-                        allowed_lateness=to_ticks(allowed_lateness, event_time_unit,
-                                                  "allowed_lateness"),
-                        unit=event_time_unit, arrival=arrival)
-    grew = wms > np.concatenate([[I64_MIN], np.maximum.accumulate(wms)[:-1]]) if len(wms) else \
-        np.zeros(0, bool)
+    op = WindowOperator(
+        window,
+        key=keys,
+        event_time=ev,
+        aggs=aggs,
+        allowed_lateness=to_ticks(allowed_lateness, event_time_unit, "allowed_lateness"),
+        unit=event_time_unit,
+        arrival=arrival,
+    )
+    grew = (
+        wms > np.concatenate([[I64_MIN], np.maximum.accumulate(wms)[:-1]])
+        if len(wms)
+        else np.zeros(0, bool)
+    )
     adv_t, adv_w = times[grew], wms[grew]
     batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
     outs = []

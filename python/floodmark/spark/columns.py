@@ -114,7 +114,7 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
     raise schema_error(
         name,
         f"{parameter}= column {name!r} has type "
-        f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column"
+        f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column",
     )
 
 
@@ -144,5 +144,5 @@ def value_column(df: DataFrame, name: str, parameter: str) -> Literal["bigint", 
     raise schema_error(
         name,
         f"{parameter}= column {name!r} has type "
-        f"{dtype.simpleString()}; aggregates need a numeric column"
+        f"{dtype.simpleString()}; aggregates need a numeric column",
     )

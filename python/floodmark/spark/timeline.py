@@ -286,8 +286,8 @@ def error_reason(plan: WatermarkPlan) -> Column:
     )
 
 
-def compute_timeline(df: DataFrame, plan: WatermarkPlan) -> Timeline:
-    """Stages 1-2: one native aggregation pass over three columns, then the engine."""
+def bucket_aggregate(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
+    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts``."""
     from pyspark.sql import functions as F
 
     agg = (
@@ -300,4 +300,9 @@ def compute_timeline(df: DataFrame, plan: WatermarkPlan) -> Timeline:
         .groupBy("channel", plan.bucket("arrival").alias("bucket"))
         .agg(F.max("ts").alias("max_ts"))
     )
-    return timeline_from_buckets(agg.toArrow(), plan)
+    return agg.toArrow()
+
+
+def compute_timeline(df: DataFrame, plan: WatermarkPlan) -> Timeline:
+    """Stages 1-2: one native aggregation pass over three columns, then the engine."""
+    return timeline_from_buckets(bucket_aggregate(df, plan), plan)

@@ -153,13 +153,15 @@ def conform(batch: pa.RecordBatch, kind: str, schema: pa.Schema) -> pa.RecordBat
     return pa.record_batch(cols, schema=schema)
 
 
-def make_runner(
-    plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schema: pa.Schema
-) -> Any:
+def make_runner(plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schema: pa.Schema) -> Any:
     """The function each partition runs: records in arrival order through one keyed
     Rust window operator, timeline advances interleaved by arrival time."""
-    window, keys, aggs, lateness, unit = plan.window, plan.keys, plan.aggs, plan.lateness, (
-        plan.wm.event_time.unit
+    window, keys, aggs, lateness, unit = (
+        plan.window,
+        plan.keys,
+        plan.aggs,
+        plan.lateness,
+        (plan.wm.event_time.unit),
     )
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -339,12 +341,14 @@ def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
     types = {f.name: f.dataType for f in df.schema.fields}
     wm = plan.wm
     cols: list[Any] = [F.col(quote(k)) for k in plan.keys]
-    cols.append(wm.event_time.from_ticks(F.col(TS)).cast(types[wm.event_time.name]).alias(
-        wm.event_time.name
-    ))
-    cols.append(wm.arrival.from_ticks(F.col(ARRIVAL)).cast(types[wm.arrival.name]).alias(
-        wm.arrival.name
-    ))
+    cols.append(
+        wm.event_time.from_ticks(F.col(TS))
+        .cast(types[wm.event_time.name])
+        .alias(wm.event_time.name)
+    )
+    cols.append(
+        wm.arrival.from_ticks(F.col(ARRIVAL)).cast(types[wm.arrival.name]).alias(wm.arrival.name)
+    )
     if plan.send_channel:
         cols.append(F.col(quote(wm.channel)))
     cols += [F.col(quote(v)).cast(types[v]).alias(v) for v in plan.values if v not in plan.keys]

@@ -18,9 +18,19 @@ from floodmark.spark import assign_watermarks, watermark_timeline, window_aggreg
 STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).with_idleness(
     timedelta(seconds=5)
 )
-SPEC = StreamSpec(rows=10_000, partitions=4, keys=20, duration_ms=120_000, disorder_ms=2_000,
-                  lag_ms=10_000, quiet_from_ms=40_000, quiet_for_ms=20_000,
-                  very_late_fraction=0.02, very_late_ms=20_000, null_event_times=37)
+SPEC = StreamSpec(
+    rows=10_000,
+    partitions=4,
+    keys=20,
+    duration_ms=120_000,
+    disorder_ms=2_000,
+    lag_ms=10_000,
+    quiet_from_ms=40_000,
+    quiet_for_ms=20_000,
+    very_late_fraction=0.02,
+    very_late_ms=20_000,
+    null_event_times=37,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +40,15 @@ def df(spark: Any) -> Any:
 
 def run(df: Any, window: Any, lateness: timedelta = timedelta(0)) -> Any:
     return window_aggregate(
-        df, STRATEGY, window, key="key", event_time="event_time", channel="partition",
-        arrival="arrival", aggs=["count", ("sum", "value")], allowed_lateness=lateness,
+        df,
+        STRATEGY,
+        window,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        aggs=["count", ("sum", "value")],
+        allowed_lateness=lateness,
     )
 
 
@@ -68,8 +85,9 @@ def test_sliding_contributions_are_size_over_slide(df: Any) -> None:
 
 
 def test_assign_watermarks_reports_null_event_times(df: Any) -> None:
-    out = assign_watermarks(df, STRATEGY, event_time="event_time", channel="partition",
-                            arrival="arrival")
+    out = assign_watermarks(
+        df, STRATEGY, event_time="event_time", channel="partition", arrival="arrival"
+    )
     errors = out.where("error is not null").toArrow()
     assert errors.num_rows == 37
     assert set(errors["error"].to_pylist()) == {"null_event_time"}
@@ -82,31 +100,55 @@ def test_missing_and_mistyped_columns_fail_before_any_job(spark: Any, df: Any) -
     with pytest.raises(SchemaError, match="nope"):
         assign_watermarks(df, STRATEGY, event_time="nope", channel="partition", arrival="arrival")
     with pytest.raises(SchemaError, match="channel"):
-        assign_watermarks(df, STRATEGY, event_time="event_time", channel="missing",
-                          arrival="arrival")
+        assign_watermarks(
+            df, STRATEGY, event_time="event_time", channel="missing", arrival="arrival"
+        )
     bad = df.withColumn("arrival", df["arrival"].cast("string"))
     with pytest.raises(SchemaError, match="arrival"):
-        assign_watermarks(bad, STRATEGY, event_time="event_time", channel="partition",
-                          arrival="arrival")
+        assign_watermarks(
+            bad, STRATEGY, event_time="event_time", channel="partition", arrival="arrival"
+        )
     with pytest.raises(SchemaError, match="value"):
-        window_aggregate(df.withColumn("value", df["value"].cast("string")), STRATEGY,
-                         TumblingEventTimeWindows.of(timedelta(seconds=1)), key="key",
-                         event_time="event_time", channel="partition", arrival="arrival",
-                         aggs=[("sum", "value")])
+        window_aggregate(
+            df.withColumn("value", df["value"].cast("string")),
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key="key",
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            aggs=[("sum", "value")],
+        )
     with pytest.raises(InvalidParameterError, match="aggs"):
-        window_aggregate(df, STRATEGY, TumblingEventTimeWindows.of(timedelta(seconds=1)),
-                         key="key", event_time="event_time", channel="partition",
-                         arrival="arrival", aggs=[("median", "value")])
+        window_aggregate(
+            df,
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key="key",
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            aggs=[("median", "value")],
+        )
     with pytest.raises(InvalidParameterError, match="unit"):
-        assign_watermarks(df, STRATEGY, event_time="event_time", channel="partition",
-                          arrival="arrival", arrival_unit="minutes")
+        assign_watermarks(
+            df,
+            STRATEGY,
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            arrival_unit="minutes",
+        )
     assert len(tracker.getJobIdsForGroup(None)) == before
 
 
 def test_timestamp_columns_give_timestamps_back(spark: Any) -> None:
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    data = [(p, t0 + timedelta(seconds=s), t0 + timedelta(seconds=s, milliseconds=300), 1)
-            for p in range(2) for s in range(0, 30, 3)]
+    data = [
+        (p, t0 + timedelta(seconds=s), t0 + timedelta(seconds=s, milliseconds=300), 1)
+        for p in range(2)
+        for s in range(0, 30, 3)
+    ]
     df = spark.createDataFrame(data, "p int, ts timestamp, arr timestamp, v int")
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1))
     out = assign_watermarks(df, strategy, event_time="ts", channel="p", arrival="arr")
@@ -115,8 +157,15 @@ def test_timestamp_columns_give_timestamps_back(spark: Any) -> None:
     # The last record arrives at 27.3 s; the emission at 27.2 s saw event times up to
     # 24 s, so the watermark in force is 24 s - 1 s - 1 tick (1 us).
     assert last["watermark"] == t0 + timedelta(seconds=23, microseconds=-1)
-    res = window_aggregate(df, strategy, TumblingEventTimeWindows.of(timedelta(seconds=10)),
-                           key="p", event_time="ts", channel="p", arrival="arr")
+    res = window_aggregate(
+        df,
+        strategy,
+        TumblingEventTimeWindows.of(timedelta(seconds=10)),
+        key="p",
+        event_time="ts",
+        channel="p",
+        arrival="arr",
+    )
     types = dict(res.results.dtypes)
     assert types["window_start"] == "timestamp" and types["fired_at"] == "timestamp"
     assert res.results.count() == 6
@@ -124,11 +173,24 @@ def test_timestamp_columns_give_timestamps_back(spark: Any) -> None:
 
 
 def test_timeline_names_the_channel_holding_time_back(spark: Any) -> None:
-    table = generate(StreamSpec(rows=5_000, partitions=4, lagging_partition=2, lag_ms=30_000,
-                                quiet_partition=None, very_late_fraction=0.0,
-                                duration_ms=120_000))
-    tl = watermark_timeline(spark.createDataFrame(table), STRATEGY.for_bounded_out_of_orderness(
-        timedelta(seconds=1)), event_time="event_time", channel="partition", arrival="arrival")
+    table = generate(
+        StreamSpec(
+            rows=5_000,
+            partitions=4,
+            lagging_partition=2,
+            lag_ms=30_000,
+            quiet_partition=None,
+            very_late_fraction=0.0,
+            duration_ms=120_000,
+        )
+    )
+    tl = watermark_timeline(
+        spark.createDataFrame(table),
+        STRATEGY.for_bounded_out_of_orderness(timedelta(seconds=1)),
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    )
     rows = tl.toArrow()
     assert rows.column_names == ["time", "watermark", "status", "min_channel"]
     wms = rows["watermark"].to_pylist()
@@ -143,9 +205,18 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    spec = StreamSpec(rows=6_000, partitions=4, keys=10, duration_ms=120_000, disorder_ms=500,
-                      lagging_partition=1, lag_ms=20_000, quiet_partition=None,
-                      very_late_fraction=0.0, seed=11)
+    spec = StreamSpec(
+        rows=6_000,
+        partitions=4,
+        keys=10,
+        duration_ms=120_000,
+        disorder_ms=500,
+        lagging_partition=1,
+        lag_ms=20_000,
+        quiet_partition=None,
+        very_late_fraction=0.0,
+        seed=11,
+    )
     table = generate(spec)
     # Micro-batches: one parquet file per 10 s of arrival time, read one file per trigger.
     src = tmp_path / "src"
@@ -168,8 +239,11 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     assert ts is not None
     name = f"fm_cmp_{int(time.time() * 1000)}"
     query = (
-        stream.writeStream.outputMode("append").format("memory").queryName(name)
-        .option("checkpointLocation", str(tmp_path / "ckpt")).start()
+        stream.writeStream.outputMode("append")
+        .format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .start()
     )
     query.processAllAvailable()
     query.stop()
@@ -180,7 +254,10 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
         spark.createDataFrame(table),
         WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=2)),
         TumblingEventTimeWindows.of(timedelta(seconds=10)),
-        key="key", event_time="event_time", channel="partition", arrival="arrival",
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
     )
     fm_late = out.late.count() + out.dropped.count()
     fm_kept = sum(out.results.toArrow()["count"].to_pylist())

@@ -132,8 +132,17 @@ def test_window_aggregate_equals_engine(spark: Any, table: pa.Table, name: str) 
         aggs=aggs,
         allowed_lateness=lateness,
     )
-    res_cols = ["key", "window_start", "window_end", "count", "sum_value", "max_value",
-                "first_value", "watermark", "timing"]
+    res_cols = [
+        "key",
+        "window_start",
+        "window_end",
+        "count",
+        "sum_value",
+        "max_value",
+        "first_value",
+        "watermark",
+        "timing",
+    ]
     got_res = out.results.toArrow()
     assert got_res.num_rows > 0
     assert rows(got_res, res_cols) == rows(want.results, res_cols)

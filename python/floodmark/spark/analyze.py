@@ -1,0 +1,240 @@
+"""Choosing the out-of-orderness bound: every candidate bound from one pass.
+
+Why one pass is exact. With bound ``B`` a channel's watermark is ``max - B - 1``, i.e.
+the bound-0 (monotonous) watermark minus ``B``. Every later step (Flink's
+``WatermarkToDataOutput`` deduplication, the valve's minimum, alignment, idleness,
+flush) only *compares* watermarks with each other, and idleness depends on arrivals
+alone, so shifting every channel by ``B`` shifts the combined timeline by ``B`` and
+changes nothing else: ``W_B(t) = W_0(t) - B`` (``MIN`` stays ``MIN``). Hence:
+
+* a record is late under ``B`` iff ``ts <= W_0(arrival) - B``, i.e.
+  ``B <= W_0(arrival) - ts``;
+* a window (per key) fires on time under ``B`` iff one of its records arrived while
+  ``W_B < end - 1``, i.e. ``B > min(W_0(arrival) - end + 1)``, and it fires at the first
+  timeline time where ``W_0 >= end - 1 + B``.
+
+So Spark computes ``W_0`` per record once per idle timeout (a broadcast join against
+the compact timeline), then a handful of sums per candidate bound. Quantiles are
+nearest-rank over the on-time firings (``fired_at - window_end``); windows fired only by
+the end of input are counted in ``fired_at_end`` and left out of the quantiles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.columns import key_column, quote
+from floodmark.spark.timeline import (
+    bucket_aggregate,
+    make_plan,
+    resolve_strategy,
+    timeline_from_buckets,
+    valid_rows,
+)
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+
+def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
+    """``(size, slide, offset)`` in ticks of a tumbling or sliding assigner."""
+    spec = window.ticks(unit) if hasattr(window, "ticks") else None
+    if spec is None or spec.get("kind") not in ("tumbling", "sliding"):
+        raise InvalidParameterError(
+            "invalid parameter `window`: bound analysis needs a tumbling or sliding window "
+            "(session windows depend on which records are late)"
+        )
+    size = int(spec["size"])
+    return size, int(spec.get("slide", size)), int(spec.get("offset", 0))
+
+
+def nearest_rank(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The nearest-rank ``q`` quantile of ``values`` repeated ``weights`` times."""
+    if weights.sum() == 0:
+        return float("nan")
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[order])
+    rank = max(1, int(np.ceil(q * cum[-1])))
+    return float(values[order][np.searchsorted(cum, rank, side="left")])
+
+
+def window_starts(ts: Column, size: int, slide: int, offset: int) -> Column:
+    """Every window start of a record (Flink's assignment), as an exploded column."""
+    from pyspark.sql import functions as F
+
+    r = F.pmod(ts - F.lit(offset), F.lit(slide))
+    last = ts - r
+    n = (size + slide - 1) // slide
+    starts = F.sequence(last - F.lit((n - 1) * slide), last, F.lit(slide))
+    return F.explode(F.filter(starts, lambda s: s > ts - F.lit(size)))
+
+
+def analyze_bounds(
+    df: DataFrame,
+    *,
+    bounds: Sequence[Duration],
+    window: Any,
+    event_time: str,
+    channel: str,
+    arrival: str,
+    key: str | Sequence[str] = (),
+    idle_timeouts: Sequence[Duration | None] = (None,),
+    emit_interval: Duration = timedelta(milliseconds=200),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+) -> pa.Table:
+    """Late fraction and window firing delay for each candidate bound and idle timeout.
+
+    Returns:
+        A table with one row per (idle timeout, bound): ``idle_timeout_s``, ``bound_s``,
+        ``late_fraction``, ``late``, ``records``, ``windows`` (on-time firings),
+        ``fired_at_end``, ``delay_median_s``, ``delay_p99_s``.
+    """
+    from pyspark.sql import functions as F
+
+    base = make_plan(
+        df,
+        WatermarkStrategy.for_monotonous_timestamps(),
+        event_time=event_time,
+        channel=channel,
+        arrival=arrival,
+        emit_interval=emit_interval,
+        event_time_unit=event_time_unit,
+        arrival_unit=arrival_unit,
+    )
+    keys = [key] if isinstance(key, str) else list(key)
+    for k in keys:
+        key_column(df, k, "key")
+    ev, arr = base.event_time, base.arrival
+    b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
+    if not b_ticks or min(b_ticks) < 0:
+        raise InvalidParameterError("invalid parameter `bounds`: give bounds >= 0")
+    size, slide, offset = window_grid(window, ev.unit)
+    agg = bucket_aggregate(df, base)
+    curves = []
+    lookup = None
+    for j, idle in enumerate(idle_timeouts):
+        strategy = WatermarkStrategy.for_monotonous_timestamps()
+        if idle is not None:
+            strategy = strategy.with_idleness(idle)
+        plan = dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
+        tl = timeline_from_buckets(agg, plan)
+        times, wms = tl.advances()
+        curves.append((times, wms))
+        col = tl.buckets.select(["channel", "bucket", "watermark"]).rename_columns(
+            ["channel", "bucket", f"w{j}"]
+        )
+        lookup = col if lookup is None else lookup.join(col, ["channel", "bucket"])
+    assert lookup is not None
+    spark = df.sparkSession
+    lk = spark.createDataFrame(lookup.to_pandas()).withColumnRenamed("channel", "__fm_channel")
+    recs = (
+        df.where(valid_rows(base))
+        .select(
+            *[F.col(quote(k)) for k in keys],
+            F.col(quote(channel)).alias("__fm_channel"),
+            arr.ticks().alias("__fm_arrival"),
+            ev.ticks().alias("__fm_ts"),
+        )
+        .withColumn("bucket", base.bucket("__fm_arrival"))
+        .join(F.broadcast(lk), ["__fm_channel", "bucket"])
+    )
+    js = range(len(idle_timeouts))
+    minimum = F.lit(I64_MIN)
+    late_exprs = [
+        F.sum(
+            F.when(
+                (F.col(f"w{j}") > minimum) & (F.col(f"w{j}") - F.col("__fm_ts") >= b), 1
+            ).otherwise(0)
+        ).alias(f"late_{j}_{i}")
+        for j in js
+        for i, b in enumerate(b_ticks)
+    ]
+    late_row = recs.agg(F.count("*").alias("n"), *late_exprs).collect()[0]
+    # Per (key, window): the smallest W0(arrival) - end + 1 (MIN when no watermark yet).
+    per_window = recs.withColumn(
+        "start", window_starts(F.col("__fm_ts"), size, slide, offset)
+    ).withColumn("end", F.col("start") + F.lit(size))
+    margin = [
+        F.min(
+            F.when(F.col(f"w{j}") == minimum, minimum).otherwise(F.col(f"w{j}") - F.col("end") + 1)
+        ).alias(f"m{j}")
+        for j in js
+    ]
+    groups = per_window.groupBy(*[quote(k) for k in keys], "end").agg(*margin)
+    counts = (
+        groups.groupBy("end")
+        .agg(
+            *[
+                F.sum(F.when(F.col(f"m{j}") < b, 1).otherwise(0)).alias(f"c_{j}_{i}")
+                for j in js
+                for i, b in enumerate(b_ticks)
+            ]
+        )
+        .toArrow()
+    )
+    ends = counts["end"].to_numpy().astype(np.int64)
+    per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
+    rows: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "idle_timeout_s",
+            "bound_s",
+            "late_fraction",
+            "late",
+            "records",
+            "windows",
+            "fired_at_end",
+            "delay_median_s",
+            "delay_p99_s",
+        )
+    }
+    n = int(late_row["n"])
+    for j, idle in enumerate(idle_timeouts):
+        times, wms = curves[j]
+        for i, b in enumerate(b_ticks):
+            weight = counts[f"c_{j}_{i}"].to_numpy().astype(np.int64)
+            need = ends - 1 + b
+            at = np.searchsorted(wms, need, side="left")
+            fired = at < len(wms)
+            delay = (
+                times[np.minimum(at, max(len(times) - 1, 0))] / per_arr - ends / per_ev
+                if len(times)
+                else np.zeros(len(ends))
+            )
+            w_on = np.where(fired, weight, 0)
+            late = int(late_row[f"late_{j}_{i}"])
+            rows["idle_timeout_s"].append(
+                None if idle is None else to_ticks(idle, arr.unit, "idle") / per_arr
+            )
+            rows["bound_s"].append(b / per_ev)
+            rows["late_fraction"].append(late / n if n else 0.0)
+            rows["late"].append(late)
+            rows["records"].append(n)
+            rows["windows"].append(int(w_on.sum()))
+            rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
+            rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
+            rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
+    return pa.table(rows)
+
+
+def recommend(table: pa.Table, max_late: float) -> dict[str, Any] | None:
+    """The smallest bound (per idle timeout, first one listed) whose late fraction is at
+    most ``max_late``; None if no candidate meets it."""
+    best = None
+    for row in table.to_pylist():
+        if row["late_fraction"] <= max_late and (best is None or row["bound_s"] < best["bound_s"]):
+            best = row
+    return best
+
+
+__all__ = ["analyze_bounds", "nearest_rank", "recommend", "window_grid"]
