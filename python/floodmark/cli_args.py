@@ -90,7 +90,7 @@ class WindowSpec:
 
     def build(self) -> Any:
         """The floodmark window assigner (imports the native engine)."""
-        from floodmark import (
+        from floodmark import (  # type: ignore[attr-defined,unused-ignore]
             EventTimeSessionWindows,
             SlidingEventTimeWindows,
             TumblingEventTimeWindows,
@@ -201,8 +201,14 @@ def infer_format(path: str) -> str:
     """
     from pathlib import Path
 
-    suffixes = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json",
-                ".jsonl": "json", ".ndjson": "json"}
+    suffixes = {
+        ".parquet": "parquet",
+        ".pq": "parquet",
+        ".csv": "csv",
+        ".json": "json",
+        ".jsonl": "json",
+        ".ndjson": "json",
+    }
     p = Path(path)
     found = {suffixes[s] for s in p.suffixes[-1:] if s in suffixes}
     if not found and p.is_dir():

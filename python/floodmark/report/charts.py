@@ -13,11 +13,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # headless: set before pyplot is imported
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pyarrow as pa
 
-from floodmark.report.figures import (  # noqa: E402
+from floodmark.report.figures import (
     channel_series,
     delay_stats,
     downsample,
@@ -26,7 +26,7 @@ from floodmark.report.figures import (  # noqa: E402
     min_channel_spans,
     to_datetime,
 )
-from floodmark.time import I64_MIN, TICKS_PER_SECOND  # noqa: E402
+from floodmark.time import I64_MIN, TICKS_PER_SECOND
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -48,8 +48,8 @@ def _empty(fig: Figure, ax: Any, message: str, path: str | Path) -> Path:
     return _save(fig, path)
 
 
-def _span_ticks(unit: str, ticks: int) -> np.timedelta64:
-    return np.timedelta64(int(ticks), unit)
+def _span_ticks(unit: str, ticks: int) -> Any:
+    return np.array([int(ticks)], dtype=f"timedelta64[{unit}]")[0]
 
 
 def watermark_chart(
@@ -66,7 +66,10 @@ def watermark_chart(
     series = channel_series(emissions) if emissions is not None else {}
     n_chan = max(len(series), 1)
     fig, (top, strip) = plt.subplots(
-        2, 1, figsize=(12, 7 + 0.15 * n_chan), sharex=True,
+        2,
+        1,
+        figsize=(12, 7 + 0.15 * n_chan),
+        sharex=True,
         gridspec_kw={"height_ratios": [3, 1 + 0.08 * n_chan]},
     )
     times = np.asarray(timeline.column("time").to_numpy(zero_copy_only=False), np.int64)
@@ -80,11 +83,24 @@ def watermark_chart(
     cmap = plt.get_cmap("tab20")
     for i, (chan, (t, w)) in enumerate(series.items()):
         x, y = downsample(t, w)
-        top.step(to_datetime(x, arrival_unit), to_datetime(y, event_unit), where="post",
-                 lw=0.8, alpha=0.7, color=cmap(i % 20), label=f"{chan}")
+        top.step(
+            to_datetime(x, arrival_unit),
+            to_datetime(y, event_unit),
+            where="post",
+            lw=0.8,
+            alpha=0.7,
+            color=cmap(i % 20),
+            label=f"{chan}",
+        )
     x, y = downsample(times[ok], wms[ok])
-    top.step(to_datetime(x, arrival_unit), to_datetime(y, event_unit), where="post", lw=3,
-             color="black", label="combined")
+    top.step(
+        to_datetime(x, arrival_unit),
+        to_datetime(y, event_unit),
+        where="post",
+        lw=3,
+        color="black",
+        label="combined",
+    )
     top.set_ylabel("watermark (event time)")
     top.set_title("Watermarks over arrival time")
     top.grid(alpha=0.3)
@@ -98,19 +114,29 @@ def watermark_chart(
     return _save(fig, path)
 
 
-def _strips(ax: Any, channels: list[Any], timeline: pa.Table, emissions: pa.Table | None,
-            end: int, unit: str) -> None:
+def _strips(
+    ax: Any,
+    channels: list[Any],
+    timeline: pa.Table,
+    emissions: pa.Table | None,
+    end: int,
+    unit: str,
+) -> None:
     row = {c: i for i, c in enumerate(channels)}
     spans = idle_spans(emissions, end) if emissions is not None else {}
     for c, items in spans.items():
         if c in row:
             ax.broken_barh(
-                [(to_datetime(np.array([s]), unit)[0], _span_ticks(unit, e - s))
-                 for s, e in items], (row[c] - 0.4, 0.8), color="0.75", label=None)
+                [(to_datetime(np.array([s]), unit)[0], _span_ticks(unit, e - s)) for s, e in items],
+                (row[c] - 0.4, 0.8),
+                color="0.75",
+                label=None,
+            )
     holders: dict[Any, list[tuple[Any, Any]]] = {}
     for c, s, e in min_channel_spans(timeline, end):
         holders.setdefault(c, []).append(
-            (to_datetime(np.array([s]), unit)[0], _span_ticks(unit, max(e - s, 1))))
+            (to_datetime(np.array([s]), unit)[0], _span_ticks(unit, max(e - s, 1)))
+        )
     for c, items in holders.items():
         if c in row:
             ax.broken_barh(items, (row[c] - 0.25, 0.5), color="tab:red")
@@ -135,8 +161,7 @@ def partition_chart(partitions: pa.Table, path: str | Path) -> Path:
     for i, (col, colour) in enumerate(present):
         values = np.asarray(partitions.column(col).to_pylist(), dtype=np.float64)
         label = "dropped by Spark's watermark" if col == "spark_dropped" else col
-        ax.bar(x + (i - (len(present) - 1) / 2) * width, values, width, color=colour,
-               label=label)
+        ax.bar(x + (i - (len(present) - 1) / 2) * width, values, width, color=colour, label=label)
     ax.set_xticks(x, names)
     ax.set_xlabel("partition")
     ax.set_ylabel("records")
@@ -155,8 +180,13 @@ def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
     ax.hist(delays, bins=min(80, max(10, len(np.unique(delays)))), color="tab:green")
     for value, name, style in ((stats.median, "median", "--"), (stats.p99, "p99", ":")):
         ax.axvline(value, color="black", ls=style)
-        ax.annotate(f"{name} {value:.2f} s", (value, 1), xycoords=("data", "axes fraction"),
-                    xytext=(4, -14), textcoords="offset points")
+        ax.annotate(
+            f"{name} {value:.2f} s",
+            (value, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, -14),
+            textcoords="offset points",
+        )
     ax.set_xlabel("firing delay: fired at (arrival) - window end (event time), seconds")
     ax.set_ylabel("windows")
     ax.set_title(f"Window firing delay ({stats.count:,} on-time firings)")
@@ -168,13 +198,13 @@ def _seconds(column: pa.ChunkedArray) -> np.ndarray:
     """A bound or timeout column in seconds: durations, or numbers of seconds."""
     if pa.types.is_duration(column.type):
         per_s = TICKS_PER_SECOND[column.type.unit]
-        return np.asarray(column.cast(pa.int64()).to_numpy(zero_copy_only=False),
-                          np.float64) / per_s
+        return (
+            np.asarray(column.cast(pa.int64()).to_numpy(zero_copy_only=False), np.float64) / per_s
+        )
     return np.asarray(column.to_pylist(), dtype=np.float64)
 
 
-def analysis_chart(analysis: pa.Table, path: str | Path, *, max_late: float | None = None
-                   ) -> Path:
+def analysis_chart(analysis: pa.Table, path: str | Path, *, max_late: float | None = None) -> Path:
     """Late fraction (left panel) and firing delay median/p99 (right panel) against
     the candidate bound, one line per idle timeout."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))

@@ -30,9 +30,9 @@ def to_datetime(ticks: np.ndarray, unit: str) -> np.ndarray:
     return np.asarray(ticks, dtype=np.int64).astype(f"datetime64[{unit}]")
 
 
-def downsample(x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS) -> tuple[
-    np.ndarray, np.ndarray
-]:
+def downsample(
+    x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
     """Keep at most ``max_points`` evenly spaced points, always the first and the last."""
     n = len(x)
     if n <= max_points:
@@ -71,6 +71,7 @@ def idle_spans(emissions: pa.Table, end: int) -> dict[Any, list[tuple[int, int]]
         marks.column("channel").to_pylist(),
         marks.column("time").to_pylist(),
         marks.column("kind").to_pylist(),
+        strict=False,
     ):
         if k == "idle" and c not in since:
             since[c] = t
@@ -87,7 +88,7 @@ def min_channel_spans(timeline: pa.Table, end: int) -> list[tuple[Any, int, int]
     times = timeline.column("time").to_pylist()
     holders = timeline.column("min_channel").to_pylist()
     spans: list[tuple[Any, int, int]] = []
-    for i, (t, c) in enumerate(zip(times, holders)):
+    for i, (t, c) in enumerate(zip(times, holders, strict=False)):
         stop = times[i + 1] if i + 1 < len(times) else max(t, end)
         if c is None:
             continue
@@ -153,8 +154,13 @@ def partition_lag(emissions: pa.Table, event_unit: str, max_times: int = 20_000)
     """
     series = channel_series(emissions)
     if not series:
-        return pa.table({"channel": [], "lag_median_s": pa.array([], pa.float64()),
-                         "lag_max_s": pa.array([], pa.float64())})
+        return pa.table(
+            {
+                "channel": [],
+                "lag_median_s": pa.array([], pa.float64()),
+                "lag_max_s": pa.array([], pa.float64()),
+            }
+        )
     grid = np.unique(np.concatenate([t for t, _ in series.values()]))
     if len(grid) > max_times:
         grid = grid[np.linspace(0, len(grid) - 1, max_times).astype(np.int64)]
@@ -170,15 +176,21 @@ def partition_lag(emissions: pa.Table, event_unit: str, max_times: int = 20_000)
         row = row[~np.isnan(row)]
         medians.append(float(np.median(row)) if len(row) else float("nan"))
         maxima.append(float(row.max()) if len(row) else float("nan"))
-    return pa.table({"channel": pa.array(list(series)), "lag_median_s": medians,
-                     "lag_max_s": maxima})
+    return pa.table(
+        {"channel": pa.array(list(series)), "lag_median_s": medians, "lag_max_s": maxima}
+    )
 
 
 def format_duration(value: timedelta) -> str:
     """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
     micros = value // timedelta(microseconds=1)
-    for unit, size in (("d", 86_400_000_000), ("h", 3_600_000_000), ("m", 60_000_000),
-                       ("s", 1_000_000), ("ms", 1_000)):
+    for unit, size in (
+        ("d", 86_400_000_000),
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1_000),
+    ):
         if micros and micros % size == 0:
             return f"{micros // size}{unit}"
     return f"{micros}us" if micros else "0s"
@@ -195,6 +207,29 @@ def label(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
+
+
+def readable_timeline(timeline: pa.Table, event_unit: str, arrival_unit: str) -> pa.Table:
+    """The timeline with times as ISO dates (UTC) and "none yet" for no watermark."""
+
+    def iso(ticks: list[int | None], unit: str) -> list[str]:
+        out = []
+        for t in ticks:
+            if t is None or t == I64_MIN:
+                out.append("none yet")
+            else:
+                stamp = np.array([int(t)], dtype=f"datetime64[{unit}]")[0]
+                out.append(str(stamp.astype("datetime64[ms]")))
+        return out
+
+    return pa.table(
+        {
+            "time": iso(timeline.column("time").to_pylist(), arrival_unit),
+            "watermark": iso(timeline.column("watermark").to_pylist(), event_unit),
+            "status": timeline.column("status"),
+            "min_channel": timeline.column("min_channel"),
+        }
+    )
 
 
 def column_sum(table: pa.Table | None, name: str) -> int | None:
@@ -218,6 +253,7 @@ __all__ = [
     "label",
     "min_channel_spans",
     "partition_lag",
+    "readable_timeline",
     "seconds_per_tick",
     "to_datetime",
 ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
 from floodmark.report import ReportInputs
 from floodmark.time import I64_MIN
 
@@ -97,7 +96,7 @@ def analysis() -> pa.Table:
         for b in bounds:
             s = b.total_seconds()
             rows.append((idle, b, 0.2 / (1 + s), 0.5 + s, 2 + s * 1.5, 600))
-    cols = list(zip(*rows))
+    cols = list(zip(*rows, strict=False))
     return pa.table(
         {
             "idle_timeout": pa.array(cols[0], pa.duration("us")),
