@@ -1,0 +1,259 @@
+"""The numbers behind the charts and the summary, computed from the collected tables.
+
+Times are int64 ticks. ``I64_MIN`` as a watermark means "no watermark yet" and is
+skipped everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from floodmark.time import I64_MIN, TICKS_PER_SECOND
+
+#: Most points drawn per line; longer series are thinned (the last point is kept).
+MAX_POINTS = 4_000
+
+
+def seconds_per_tick(unit: str) -> float:
+    """Length of one tick of ``unit`` in seconds."""
+    return 1.0 / TICKS_PER_SECOND[unit]
+
+
+def to_datetime(ticks: np.ndarray, unit: str) -> np.ndarray:
+    """Epoch ticks as ``datetime64`` values of the same unit (for readable axes)."""
+    return np.asarray(ticks, dtype=np.int64).astype(f"datetime64[{unit}]")
+
+
+def downsample(
+    x: np.ndarray, y: np.ndarray, max_points: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep at most ``max_points`` evenly spaced points, always the first and the last."""
+    n = len(x)
+    if n <= max_points:
+        return x, y
+    idx = np.unique(np.linspace(0, n - 1, max_points).astype(np.int64))
+    return x[idx], y[idx]
+
+
+def _ints(table: pa.Table, name: str) -> np.ndarray:
+    return np.asarray(table.column(name).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def channel_series(emissions: pa.Table) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """Each channel's watermark emissions ``(times, watermarks)``, "no watermark" skipped,
+    channels in first-seen order."""
+    wm = emissions.filter(pc.equal(emissions.column("kind"), "watermark"))
+    channels = wm.column("channel").to_pylist()
+    times, values = _ints(wm, "time"), _ints(wm, "watermark")
+    out: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+    order = list(dict.fromkeys(emissions.column("channel").to_pylist()))
+    chan = np.asarray(channels, dtype=object)
+    for c in order:
+        mask = (chan == c) & (values != I64_MIN)
+        if mask.any():
+            out[c] = (times[mask], values[mask])
+    return out
+
+
+def idle_spans(emissions: pa.Table, end: int) -> dict[Any, list[tuple[int, int]]]:
+    """Per channel, the ``[start, stop)`` arrival-time spans it was idle (an idle span
+    still open at the end closes at ``end``)."""
+    marks = emissions.filter(pc.is_in(emissions.column("kind"), pa.array(["idle", "active"])))
+    spans: dict[Any, list[tuple[int, int]]] = {}
+    since: dict[Any, int] = {}
+    for c, t, k in zip(
+        marks.column("channel").to_pylist(),
+        marks.column("time").to_pylist(),
+        marks.column("kind").to_pylist(),
+        strict=False,
+    ):
+        if k == "idle" and c not in since:
+            since[c] = t
+        elif k == "active" and c in since:
+            spans.setdefault(c, []).append((since.pop(c), t))
+    for c, t in since.items():
+        spans.setdefault(c, []).append((t, max(t, end)))
+    return spans
+
+
+def min_channel_spans(timeline: pa.Table, end: int) -> list[tuple[Any, int, int]]:
+    """``(channel, start, stop)`` spans during which ``channel`` held the combined
+    minimum (the channel time waited for); consecutive rows are merged."""
+    times = timeline.column("time").to_pylist()
+    holders = timeline.column("min_channel").to_pylist()
+    spans: list[tuple[Any, int, int]] = []
+    for i, (t, c) in enumerate(zip(times, holders, strict=False)):
+        stop = times[i + 1] if i + 1 < len(times) else max(t, end)
+        if c is None:
+            continue
+        if spans and spans[-1][0] == c and spans[-1][2] == t:
+            spans[-1] = (c, spans[-1][1], stop)
+        else:
+            spans.append((c, t, stop))
+    return spans
+
+
+def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.ndarray:
+    """Seconds from each on-time window's end (event time) to its firing (arrival
+    time); firings at the end of input (``fired_at`` null) are left out."""
+    on_time = firings.filter(
+        pc.and_(pc.equal(firings.column("timing"), "on_time"), pc.is_valid(firings["fired_at"]))
+    )
+    # Subtract exactly in the finer unit, then convert (epoch ticks lose digits as floats).
+    fine = max(TICKS_PER_SECOND[event_unit], TICKS_PER_SECOND[arrival_unit])
+    fired = _ints(on_time, "fired_at") * (fine // TICKS_PER_SECOND[arrival_unit])
+    end = _ints(on_time, "window_end") * (fine // TICKS_PER_SECOND[event_unit])
+    return np.asarray((fired - end) / fine, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DelayStats:
+    """Quantiles of the firing delay, in seconds (NaN when there are no firings)."""
+
+    count: int
+    median: float
+    p90: float
+    p99: float
+    max: float
+
+    def table(self) -> pa.Table:
+        """The figures as a two-column table (``statistic``, ``seconds``)."""
+        names = ["firings", "median", "p90", "p99", "max"]
+        return pa.table(
+            {
+                "statistic": names,
+                "seconds": [float(self.count), self.median, self.p90, self.p99, self.max],
+            }
+        )
+
+
+def delay_stats(delays: np.ndarray) -> DelayStats:
+    """Median, p90, p99 and max of ``delays``."""
+    if len(delays) == 0:
+        nan = float("nan")
+        return DelayStats(0, nan, nan, nan, nan)
+    q = np.quantile(delays, [0.5, 0.9, 0.99])
+    return DelayStats(len(delays), float(q[0]), float(q[1]), float(q[2]), float(delays.max()))
+
+
+def partition_lag(emissions: pa.Table, event_unit: str, max_times: int = 20_000) -> pa.Table:
+    """How far each channel's watermark trailed the leading channel's, in seconds.
+
+    At every emission time each channel's watermark is its latest emission; the lag is
+    the highest channel watermark minus the channel's own (channels without a
+    watermark yet are left out of that moment).
+
+    Returns:
+        ``channel``, ``lag_median_s``, ``lag_max_s``, one row per channel.
+    """
+    series = channel_series(emissions)
+    if not series:
+        return pa.table(
+            {
+                "channel": [],
+                "lag_median_s": pa.array([], pa.float64()),
+                "lag_max_s": pa.array([], pa.float64()),
+            }
+        )
+    grid = np.unique(np.concatenate([t for t, _ in series.values()]))
+    if len(grid) > max_times:
+        grid = grid[np.linspace(0, len(grid) - 1, max_times).astype(np.int64)]
+    matrix = np.full((len(series), len(grid)), np.nan)
+    for row, (times, values) in enumerate(series.values()):
+        pos = np.searchsorted(times, grid, side="right") - 1
+        ok = pos >= 0
+        matrix[row, ok] = values[pos[ok]].astype(np.float64)
+    lead = np.nanmax(matrix, axis=0)
+    lag = (lead[None, :] - matrix) * seconds_per_tick(event_unit)
+    medians, maxima = [], []
+    for row in lag:
+        row = row[~np.isnan(row)]
+        medians.append(float(np.median(row)) if len(row) else float("nan"))
+        maxima.append(float(row.max()) if len(row) else float("nan"))
+    return pa.table(
+        {"channel": pa.array(list(series)), "lag_median_s": medians, "lag_max_s": maxima}
+    )
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
+    micros = value // timedelta(microseconds=1)
+    for unit, size in (
+        ("d", 86_400_000_000),
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1_000),
+    ):
+        if micros and micros % size == 0:
+            return f"{micros // size}{unit}"
+    return f"{micros}us" if micros else "0s"
+
+
+def label(value: Any) -> str:
+    """A table cell or legend label: durations spelled like ``5s``, floats shortened."""
+    if value is None:
+        return "-"
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, float):
+        return "nan" if value != value else f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def readable_timeline(timeline: pa.Table, event_unit: str, arrival_unit: str) -> pa.Table:
+    """The timeline with times as ISO dates (UTC) and "none yet" for no watermark."""
+
+    def iso(ticks: list[int | None], unit: str) -> list[str]:
+        out = []
+        for t in ticks:
+            if t is None or t == I64_MIN:
+                out.append("none yet")
+            else:
+                stamp = np.array([int(t)], dtype=f"datetime64[{unit}]")[0]
+                out.append(str(stamp.astype("datetime64[ms]")))
+        return out
+
+    return pa.table(
+        {
+            "time": iso(timeline.column("time").to_pylist(), arrival_unit),
+            "watermark": iso(timeline.column("watermark").to_pylist(), event_unit),
+            "status": timeline.column("status"),
+            "min_channel": timeline.column("min_channel"),
+        }
+    )
+
+
+def column_sum(table: pa.Table | None, name: str) -> int | None:
+    """Sum of an integer column, or None if the table or column is absent."""
+    if table is None or name not in table.column_names:
+        return None
+    total = pc.sum(table.column(name)).as_py()
+    return int(total or 0)
+
+
+__all__ = [
+    "MAX_POINTS",
+    "DelayStats",
+    "channel_series",
+    "column_sum",
+    "delay_stats",
+    "downsample",
+    "firing_delays",
+    "format_duration",
+    "idle_spans",
+    "label",
+    "min_channel_spans",
+    "partition_lag",
+    "readable_timeline",
+    "seconds_per_tick",
+    "to_datetime",
+]

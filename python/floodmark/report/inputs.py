@@ -1,0 +1,47 @@
+"""What a report is made of: the tables collected from one run and how to read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+
+@dataclass
+class ReportInputs:
+    """The collected figures of one run (every table optional).
+
+    Attributes:
+        title: the page and summary title.
+        settings: parameters shown at the top (``{"bound": "5s", ...}``), in order.
+        timeline: the combined watermark: ``time`` (arrival ticks), ``watermark``
+            (event-time ticks), ``status`` (``active``/``idle``), ``min_channel``.
+        emissions: every channel's output: ``channel``, ``time``, ``kind``
+            (``watermark``/``idle``/``active``), ``watermark``.
+        partitions: one row per partition: ``partition``, ``records``, ``late``,
+            ``dropped`` and, optionally, ``spark_dropped`` (what Spark's own global
+            watermark would have dropped).
+        firings: one row per window firing: ``window_end`` (event-time ticks),
+            ``fired_at`` (arrival ticks, null if the end of input fired it), ``timing``
+            (``on_time``/``late``).
+        analysis: the bound sweep of ``floodmark analyze``: ``idle_timeout``,
+            ``bound``, ``late_fraction``, ``delay_median_s``, ``delay_p99_s``,
+            ``windows``.
+        event_unit: tick unit of event times (``s``, ``ms``, ``us``, ``ns``).
+        arrival_unit: tick unit of arrival times.
+        notes: free sentences shown under the summary (e.g. a recommendation).
+    """
+
+    title: str = "floodmark report"
+    settings: dict[str, str] = field(default_factory=dict)
+    timeline: pa.Table | None = None
+    emissions: pa.Table | None = None
+    partitions: pa.Table | None = None
+    firings: pa.Table | None = None
+    analysis: pa.Table | None = None
+    event_unit: str = "ms"
+    arrival_unit: str = "ms"
+    notes: list[str] = field(default_factory=list)
+
+
+__all__ = ["ReportInputs"]

@@ -1,0 +1,152 @@
+"""The terminal summary of a run: plain text that fits 80 columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from floodmark.report.figures import (
+    column_sum,
+    delay_stats,
+    firing_delays,
+    label,
+    partition_lag,
+)
+from floodmark.report.inputs import ReportInputs
+
+WIDTH = 80
+
+
+def text_table(
+    table: pa.Table, columns: Sequence[str] | None = None, *, max_rows: int | None = None
+) -> str:
+    """Render ``table`` as aligned plain text (numbers right-aligned), cells via
+    :func:`~floodmark.report.figures.label`, at most ``max_rows`` rows."""
+    names = list(columns or table.column_names)
+    shown = table if max_rows is None else table.slice(0, max_rows)
+    cells = [[label(v) for v in shown.column(n).to_pylist()] for n in names]
+    numeric = [
+        pa.types.is_integer(table.schema.field(n).type)
+        or pa.types.is_floating(table.schema.field(n).type)
+        for n in names
+    ]
+    widths = [max([len(n), *map(len, col)]) for n, col in zip(names, cells, strict=False)]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=False)
+        ]
+        return "  ".join(parts).rstrip()
+
+    out = [line(names), line(["-" * w for w in widths])]
+    out += [line([col[i] for col in cells]) for i in range(shown.num_rows)]
+    if max_rows is not None and table.num_rows > max_rows:
+        out.append(f"... {table.num_rows - max_rows:,} more rows")
+    return "\n".join(out)
+
+
+def _pct(part: int, whole: int | None) -> str:
+    return f" ({100 * part / whole:.2f} %)" if whole else ""
+
+
+def totals(inputs: ReportInputs) -> list[tuple[str, str]]:
+    """The headline figures as ``(name, value)`` pairs."""
+    rows: list[tuple[str, str]] = []
+    records = column_sum(inputs.partitions, "records")
+    if records is not None:
+        rows.append(("records", f"{records:,}"))
+    if inputs.firings is not None:
+        timing = inputs.firings.column("timing").to_pylist()
+        on_time = sum(1 for t in timing if t == "on_time")
+        rows.append(("windows fired", f"{len(timing):,}"))
+        rows.append(("  on time / re-fired", f"{on_time:,} / {len(timing) - on_time:,}"))
+        stats = delay_stats(firing_delays(inputs.firings, inputs.event_unit, inputs.arrival_unit))
+        if stats.count:
+            rows.append(("firing delay", f"median {stats.median:.2f} s, p99 {stats.p99:.2f} s"))
+    for name in ("late", "dropped", "spark_dropped"):
+        value = column_sum(inputs.partitions, name)
+        if value is not None:
+            title = "dropped by Spark's watermark" if name == "spark_dropped" else name
+            rows.append((title, f"{value:,}{_pct(value, records)}"))
+    return rows
+
+
+def partition_table(inputs: ReportInputs) -> pa.Table | None:
+    """Per-partition counts joined with each partition's watermark lag (seconds)."""
+    parts = inputs.partitions
+    if parts is None:
+        return None
+    if inputs.emissions is None or inputs.emissions.num_rows == 0:
+        return parts
+    lag = partition_lag(inputs.emissions, inputs.event_unit)
+    by_channel = dict(
+        zip(
+            lag.column("channel").to_pylist(),
+            zip(
+                lag.column("lag_median_s").to_pylist(),
+                lag.column("lag_max_s").to_pylist(),
+                strict=False,
+            ),
+            strict=False,
+        )
+    )
+    keys = parts.column("partition").to_pylist()
+    nan = float("nan")
+    med = [by_channel.get(k, (nan, nan))[0] for k in keys]
+    mx = [by_channel.get(k, (nan, nan))[1] for k in keys]
+    return parts.append_column("lag_median_s", pa.array(med, pa.float64())).append_column(
+        "lag_max_s", pa.array(mx, pa.float64())
+    )
+
+
+def render_summary(inputs: ReportInputs, *, max_partitions: int = 40) -> str:
+    """The summary: title, settings, totals and the per-partition table (80 columns).
+
+    Lag is how far a partition's watermark trailed the highest partition watermark at
+    the same moment (median and maximum over the run, in seconds).
+    """
+    out = [inputs.title, "=" * min(WIDTH, len(inputs.title))]
+    if inputs.settings:
+        pairs = [f"{k} {v}" for k, v in inputs.settings.items()]
+        out += _wrap(", ".join(pairs), WIDTH)
+    out.append("")
+    rows = totals(inputs)
+    if rows:
+        width = max(len(n) for n, _ in rows)
+        out += [f"  {n.ljust(width)}  {v}" for n, v in rows]
+        out.append("")
+    table = partition_table(inputs)
+    if table is not None:
+        names = {
+            "partition": "partition",
+            "records": "records",
+            "late": "late",
+            "dropped": "dropped",
+            "spark_dropped": "spark drops",
+            "lag_median_s": "lag med s",
+            "lag_max_s": "lag max s",
+        }
+        cols = [c for c in names if c in table.column_names]
+        renamed = table.select(cols).rename_columns([names[c] for c in cols])
+        out.append(text_table(renamed, max_rows=max_partitions))
+    out += [*(line for note in inputs.notes for line in _wrap(note, WIDTH))]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def print_summary(inputs: ReportInputs, stream: Any = None) -> None:
+    """Print :func:`render_summary` to ``stream`` (stdout by default)."""
+    import sys
+
+    (stream or sys.stdout).write(render_summary(inputs))
+
+
+__all__ = ["partition_table", "print_summary", "render_summary", "text_table", "totals"]

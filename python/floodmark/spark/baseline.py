@@ -1,0 +1,111 @@
+"""What Spark Structured Streaming's own watermark would drop, computed in Spark SQL.
+
+Structured Streaming has one global watermark per query. The records are cut into
+micro-batches by arrival time (a processing-time trigger every ``trigger_interval``:
+batch ``i`` holds arrivals in ``[i * T, (i + 1) * T)``). The watermark a batch uses was
+computed at the end of the previous batches: the maximum event time seen in all
+earlier batches minus the delay (``withWatermark(col, delay)``); before any data it is
+absent. A windowed aggregation drops a record whose window ended at or before that
+watermark; for a tumbling window of size ``S`` the window end is
+``floor(ts / S) * S + S``. Everything is native Spark: one aggregation per batch, a
+running maximum over the small batch table, and a broadcast join back.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
+from floodmark.time import TICKS_PER_SECOND, to_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+
+def micros(column: TimeColumn) -> Column:
+    """The column's ticks as microseconds since the epoch (floored)."""
+    per_s = TICKS_PER_SECOND[column.unit]
+    ticks = column.ticks()
+    if per_s > 1_000_000:
+        return floor_div(ticks, per_s // 1_000_000)
+    return ticks * (1_000_000 // per_s)
+
+
+def floor_div(column: Column, divisor: int) -> Column:
+    """Exact integer ``floor(column / divisor)`` (through decimal, never a double)."""
+    from pyspark.sql import functions as F
+
+    return F.floor(column.cast("decimal(38,0)") / F.lit(divisor)).cast("bigint")
+
+
+def spark_global_watermark_late(
+    df: DataFrame,
+    *,
+    event_time: str,
+    arrival: str,
+    channel: str,
+    delay: timedelta,
+    trigger_interval: timedelta = timedelta(seconds=10),
+    window_size: timedelta = timedelta(seconds=10),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+) -> DataFrame:
+    """Per channel, how many records Spark's global watermark would drop.
+
+    Args:
+        df: the events.
+        event_time: the event-time column (timestamp or integer epoch).
+        arrival: the arrival-time column: it decides each record's micro-batch.
+        channel: the column to count by (e.g. the Kafka partition).
+        delay: the ``withWatermark`` delay threshold.
+        trigger_interval: the processing-time trigger (micro-batch length).
+        window_size: the tumbling window's size.
+        event_time_unit: unit of an integer event-time column (default ``"ms"``).
+        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+
+    Returns:
+        ``channel``, ``records``, ``spark_dropped``, one row per channel value.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ev = time_column(df, event_time, event_time_unit, "event_time")
+    arr = time_column(df, arrival, arrival_unit, "arrival")
+    key_column(df, channel, "channel")
+    trigger = to_ticks(trigger_interval, "us", "trigger_interval")
+    size = to_ticks(window_size, "us", "window_size")
+    lag = to_ticks(delay, "us", "delay")
+    if trigger <= 0 or size <= 0 or lag < 0:
+        raise InvalidParameterError(
+            "invalid parameter: trigger_interval and window_size must be positive and "
+            f"delay >= 0 (got {trigger_interval}, {window_size}, {delay})"
+        )
+    rows = df.where(
+        F.col(quote(event_time)).isNotNull() & F.col(quote(arrival)).isNotNull()
+    ).select(
+        F.col(quote(channel)).alias("channel"),
+        micros(ev).alias("ts"),
+        floor_div(micros(arr), trigger).alias("batch"),
+    )
+    running = Window.orderBy("batch").rowsBetween(Window.unboundedPreceding, -1)
+    batches = (
+        rows.groupBy("batch")
+        .agg(F.max("ts").alias("max_ts"))
+        .select("batch", (F.max("max_ts").over(running) - F.lit(lag)).alias("wm"))
+    )
+    window_end = F.col("ts") - F.expr(f"pmod(ts, {size})") + F.lit(size)
+    dropped = F.col("wm").isNotNull() & (window_end <= F.col("wm"))
+    joined = rows.join(F.broadcast(batches), on="batch", how="left")
+    return (
+        joined.groupBy("channel")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum(F.when(dropped, 1).otherwise(0)).cast("bigint").alias("spark_dropped"),
+        )
+        .orderBy("channel")
+    )
+
+
+__all__ = ["spark_global_watermark_late"]

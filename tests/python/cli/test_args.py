@@ -1,0 +1,98 @@
+"""Parsing option values: durations, windows, aggregates, fractions, formats."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from floodmark.cli_args import (
+    infer_format,
+    parse_agg,
+    parse_duration,
+    parse_duration_list,
+    parse_fraction,
+    parse_window,
+    resolve_aggs,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("5s", timedelta(seconds=5)),
+        ("200ms", timedelta(milliseconds=200)),
+        ("1m", timedelta(minutes=1)),
+        ("1h", timedelta(hours=1)),
+        ("1500us", timedelta(microseconds=1500)),
+        ("1.5s", timedelta(milliseconds=1500)),
+        ("0s", timedelta(0)),
+        (" 2 MIN ", timedelta(minutes=2)),
+    ],
+)
+def test_durations(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("5", "has no unit"),
+        ("-5s", "negative"),
+        ("5 parsecs", "unknown unit"),
+        ("abc", "not a duration"),
+        ("1.0005ms", "finer than a microsecond"),
+    ],
+)
+def test_bad_durations(text: str, hint: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=hint):
+        parse_duration(text)
+
+
+def test_duration_list_sorted_unique() -> None:
+    assert parse_duration_list("5s,0s,1s,5s") == [
+        timedelta(0),
+        timedelta(seconds=1),
+        timedelta(seconds=5),
+    ]
+
+
+def test_windows() -> None:
+    assert parse_window("tumbling:10s").describe() == "tumbling:10s"
+    w = parse_window("sliding:10s,2s")
+    assert (w.kind, w.size, w.slide) == ("sliding", timedelta(seconds=10), timedelta(seconds=2))
+    assert parse_window("session:5s").describe() == "session:5s"
+    for bad in ("hopping:10s", "tumbling", "sliding:10s", "session:0s", "tumbling:1s,2s"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_window(bad)
+
+
+def test_aggs() -> None:
+    assert parse_agg("count") == "count"
+    assert parse_agg("sum:value") == ("sum", "value")
+    assert parse_agg("MEAN") == ("mean", "")
+    with pytest.raises(argparse.ArgumentTypeError, match="not an aggregate"):
+        parse_agg("median:value")
+    assert resolve_aggs(None, None) == ["count"]
+    assert resolve_aggs([("sum", ""), "count"], "v") == [("sum", "v"), "count"]
+    with pytest.raises(ValueError, match="--value"):
+        resolve_aggs([("sum", "")], None)
+
+
+def test_fraction() -> None:
+    assert parse_fraction("0.01") == 0.01 and parse_fraction("5%") == 0.05
+    for bad in ("2", "x", "-1%"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_fraction(bad)
+
+
+def test_infer_format(tmp_path: Path) -> None:
+    assert infer_format("a.parquet") == "parquet"
+    assert infer_format("a.jsonl") == "json"
+    folder = tmp_path / "events"
+    folder.mkdir()
+    (folder / "part-0.csv").write_text("a\n")
+    assert infer_format(str(folder)) == "csv"
+    with pytest.raises(ValueError, match="--format"):
+        infer_format("data.txt")

@@ -1,0 +1,84 @@
+"""Choosing the bound, and the progress lines."""
+
+from __future__ import annotations
+
+import io
+import math
+from datetime import timedelta
+
+import pyarrow as pa
+import pytest
+from floodmark.progress import QUIET_SPARK_CONF, Progress
+from floodmark.report.recommend import recommend_bound
+
+S = timedelta(seconds=1)
+
+
+def sweep(rows: list[tuple[timedelta, timedelta, float, float]]) -> pa.Table:
+    return pa.table(
+        {
+            "idle_timeout": pa.array([r[0] for r in rows], pa.duration("us")),
+            "bound": pa.array([r[1] for r in rows], pa.duration("us")),
+            "late_fraction": [r[2] for r in rows],
+            "delay_median_s": [1.0] * len(rows),
+            "delay_p99_s": [r[3] for r in rows],
+            "windows": [10] * len(rows),
+        }
+    )
+
+
+def test_smallest_bound_meeting_target() -> None:
+    t = sweep(
+        [
+            (30 * S, 0 * S, 0.2, 1.0),
+            (30 * S, 2 * S, 0.02, 3.0),
+            (30 * S, 5 * S, 0.005, 6.0),
+            (30 * S, 10 * S, 0.001, 11.0),
+        ]
+    )
+    rec = recommend_bound(t, 0.01)
+    assert rec is not None and rec.bound == 5 * S
+    assert "--bound 5s" in rec.sentence(0.01)
+    assert recommend_bound(t, 0.0001) is None
+    assert recommend_bound(t, 0.2) is not None and recommend_bound(t, 0.2).bound == 0 * S  # type: ignore[union-attr]
+
+
+def test_ties_prefer_fewer_late_then_lower_delay() -> None:
+    t = sweep(
+        [
+            (60 * S, 5 * S, 0.004, 9.0),
+            (30 * S, 5 * S, 0.004, 6.0),
+            (10 * S, 5 * S, 0.009, 5.0),
+            (30 * S, 10 * S, 0.0, 1.0),
+        ]
+    )
+    rec = recommend_bound(t, 0.01)
+    assert rec is not None and (rec.bound, rec.idle_timeout) == (5 * S, 30 * S)
+
+
+def test_nan_never_qualifies_and_numeric_bounds() -> None:
+    t = pa.table(
+        {
+            "idle_timeout": [None, None],
+            "bound": [0.0, 2.0],
+            "late_fraction": [math.nan, 0.0],
+            "delay_median_s": [1.0, 2.0],
+            "delay_p99_s": [1.0, 2.0],
+            "windows": [1, 1],
+        }
+    )
+    rec = recommend_bound(t, 0.01)
+    assert rec is not None and rec.bound == 2.0
+
+
+def test_progress_lines() -> None:
+    out = io.StringIO()
+    p = Progress(2, out)
+    with p.stage("computing per-partition watermarks"):
+        pass
+    with pytest.raises(RuntimeError), p.stage("windows"):
+        raise RuntimeError
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] computing per-partition watermarks ... ")
+    assert lines[0].endswith(" s") and "failed after" in lines[1]
+    assert QUIET_SPARK_CONF == {"spark.ui.showConsoleProgress": "false"}

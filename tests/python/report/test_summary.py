@@ -1,0 +1,33 @@
+"""The terminal summary fits 80 columns and carries the run's figures."""
+
+from __future__ import annotations
+
+import synthetic
+from floodmark.report import ReportInputs
+from floodmark.report.summary import render_summary
+
+
+def test_summary_fits_80_columns_and_counts() -> None:
+    text = render_summary(synthetic.inputs())
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "4,060" in text  # records
+    assert "499 / 1" in text  # on time / re-fired
+    assert "50 (1.23 %)" in text  # late
+    assert "spark drops" in text and "lag med s" in text
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("1 ")]
+    assert lines and "30.01" in lines[0]  # the lagging partition's lag
+
+
+def test_summary_of_an_empty_run() -> None:
+    text = render_summary(ReportInputs(title="nothing"))
+    assert text.startswith("nothing\n")
+
+
+def test_many_partitions_are_cut_with_a_count() -> None:
+    import pyarrow as pa
+
+    parts = pa.table(
+        {"partition": range(100), "records": [1] * 100, "late": [0] * 100, "dropped": [0] * 100}
+    )
+    text = render_summary(ReportInputs(partitions=parts), max_partitions=10)
+    assert "... 90 more rows" in text
