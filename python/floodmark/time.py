@@ -8,12 +8,12 @@ are microseconds (``"us"``); Flink's own numbers are milliseconds (``"ms"``).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal, Union
+from typing import Literal
 
 from floodmark.exceptions import InvalidParameterError
 
 Unit = Literal["s", "ms", "us", "ns"]
-Duration = Union[timedelta, int]
+Duration = timedelta | int
 
 TICKS_PER_SECOND: dict[str, int] = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 

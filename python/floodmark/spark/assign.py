@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from floodmark.spark.arrival import with_default_arrival
 from floodmark.spark.columns import field_type, quote, schema_error
 from floodmark.spark.timeline import (
     Timeline,
@@ -84,7 +85,7 @@ def assign_watermarks(
     strategy: WatermarkStrategy,
     *,
     channel: str,
-    arrival: str,
+    arrival: str | None = None,
     event_time: str | None = None,
     emit_interval: Duration = timedelta(milliseconds=200),
     event_time_unit: str | None = None,
@@ -105,7 +106,9 @@ def assign_watermarks(
         channel: the column naming each record's input channel (integer or string).
         arrival: the column holding when each record arrived (processing time, e.g. the
             Kafka broker timestamp): it orders the records and drives the periodic
-            emission and idleness clocks.
+            emission and idleness clocks. Without it, the row order within each channel
+            is the arrival (one row = one tick = 1 ms; see ``floodmark.spark.arrival``)
+            and the rows get an ``arrival_index`` column.
         event_time: the event-time column; defaults to the strategy's
             ``with_timestamp_assigner`` column.
         emit_interval: Flink's ``autoWatermarkInterval`` (200 ms by default).
@@ -120,6 +123,7 @@ def assign_watermarks(
         ``null_channel``; null otherwise). Watermarks are in the event-time column's
         type; null means "no watermark yet" for timestamp columns.
     """
+    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     plan = make_plan(
         df,
         strategy,
@@ -138,7 +142,7 @@ def watermark_timeline(
     strategy: WatermarkStrategy,
     *,
     channel: str,
-    arrival: str,
+    arrival: str | None = None,
     event_time: str | None = None,
     emit_interval: Duration = timedelta(milliseconds=200),
     event_time_unit: str | None = None,
@@ -148,6 +152,7 @@ def watermark_timeline(
     ``watermark``, ``status`` (``active``/``idle``) and ``min_channel`` (the channel
     holding the minimum, i.e. the one time waits for). Arguments as in
     :func:`assign_watermarks`."""
+    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     plan = make_plan(
         df,
         strategy,

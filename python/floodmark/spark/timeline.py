@@ -18,6 +18,7 @@ valve merges the channels' emissions into the combined watermark timeline.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -204,7 +205,7 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     start, until = int(buckets.min()) * interval, int(buckets.max()) * interval
     channel_wm = np.empty(n, dtype=np.int64)
     parts = []
-    for idx, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
+    for idx, (lo, hi) in enumerate(itertools.pairwise(starts)):
         res = drive(
             plan.strategy,
             max_ts[lo:hi],

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.arrival import with_default_arrival
 from floodmark.spark.columns import key_column, quote, value_column
 from floodmark.spark.timeline import (
     Timeline,
@@ -211,7 +212,7 @@ def window_aggregate(
     *,
     key: str | Sequence[str],
     channel: str,
-    arrival: str,
+    arrival: str | None = None,
     aggs: Sequence[str | tuple[str, str]] = ("count",),
     allowed_lateness: Duration = timedelta(0),
     event_time: str | None = None,
@@ -229,7 +230,8 @@ def window_aggregate(
             or ``EventTimeSessionWindows.with_gap(...)``.
         key: the key column(s), integer or string.
         channel: the input-channel column (e.g. Kafka partition).
-        arrival: the arrival (processing) time column.
+        arrival: the arrival (processing) time column; without it, the row order within
+            each channel (see :func:`assign_watermarks`).
         aggs: ``"count"`` and ``(function, column)`` pairs, function one of sum, min,
             max, mean, first, last. Result columns are ``count`` and ``function_column``.
         allowed_lateness: Flink's ``allowedLateness``: fired windows are kept this long
@@ -246,6 +248,7 @@ def window_aggregate(
     """
     from pyspark.sql import functions as F
 
+    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     wm_plan = make_plan(
         df,
         strategy,

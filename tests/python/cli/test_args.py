@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+
 from floodmark.cli_args import (
     infer_format,
     parse_agg,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from floodmark.cli import main
 
 COLS = ["--event-time", "ts", "--channel", "p", "--arrival", "a", "--key", "k"]

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pyarrow as pa
 import pytest
+
 from floodmark.progress import QUIET_SPARK_CONF, Progress
 from floodmark.report.recommend import recommend_bound
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from floodmark.report import ReportInputs
 from floodmark.time import I64_MIN
 

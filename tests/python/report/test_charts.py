@@ -9,6 +9,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pyarrow as pa
 import synthetic
+
 from floodmark.report import charts
 
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 import numpy as np
 import pyarrow as pa
 import synthetic
+
 from floodmark.report import figures
 from floodmark.time import I64_MIN
 

@@ -18,6 +18,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 import synthetic
+
 from floodmark.report import ReportInputs
 from floodmark.report.html import write_report
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import synthetic
+
 from floodmark.report import ReportInputs
 from floodmark.report.summary import render_summary
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
+
 from floodmark.spark.baseline import spark_global_watermark_late
 
 

@@ -88,7 +88,7 @@ def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str)
 
 def rows(t: pa.Table | Any, cols: list[str]) -> Counter[tuple[Any, ...]]:
     tbl = t if isinstance(t, pa.Table) else t.toArrow()
-    return Counter(zip(*[tbl[c].to_pylist() for c in cols]))
+    return Counter(zip(*[tbl[c].to_pylist() for c in cols], strict=False))
 
 
 WINDOWS = {

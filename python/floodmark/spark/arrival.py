@@ -1,0 +1,51 @@
+"""The default arrival column: row order within each channel.
+
+Flink's periodic emission and idleness run on processing time. When a DataFrame has no
+column saying when each record arrived, floodmark uses the order of the rows: the
+``n``-th row of a channel (in the DataFrame's order) arrives at tick ``n``, and one
+tick counts as one millisecond. The channels are read side by side, one record each per
+tick, like a source reading its partitions round-robin; the default 200 ms emission
+interval emits a watermark every 200 records per channel, and an idle timeout of one
+minute means 60,000 records without news from a channel.
+
+The row order must be stable across the jobs a pipeline runs, which holds for files
+and tables; the ordered frame is cached so that it is computed once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from floodmark.spark.columns import key_column, quote, schema_error
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: Name of the column holding the default arrival (row index within the channel).
+ROW_ARRIVAL = "arrival_index"
+
+
+def with_default_arrival(
+    df: DataFrame, arrival: str | None, channel: str, arrival_unit: str | None
+) -> tuple[DataFrame, str, str | None]:
+    """``(df, arrival column, arrival unit)``, adding :data:`ROW_ARRIVAL` if needed."""
+    if arrival is not None:
+        return df, arrival, arrival_unit
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    key_column(df, channel, "channel")
+    if ROW_ARRIVAL in df.columns:
+        raise schema_error(
+            ROW_ARRIVAL,
+            f"arrival= was not given and the default arrival column {ROW_ARRIVAL!r} "
+            "already exists; pass arrival= or rename it",
+        )
+    order = Window.partitionBy(F.col(quote(channel))).orderBy("__fm_row")
+    ordered = (
+        df.withColumn("__fm_row", F.monotonically_increasing_id())
+        .withColumn(ROW_ARRIVAL, F.row_number().over(order) - 1)
+        .drop("__fm_row")
+        .persist()
+    )
+    return ordered, ROW_ARRIVAL, "ms"
