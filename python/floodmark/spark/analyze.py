@@ -95,8 +95,8 @@ def analyze_bounds(
     """Late fraction and window firing delay for each candidate bound and idle timeout.
 
     Returns:
-        A table with one row per (idle timeout, bound): ``idle_timeout_s``, ``bound_s``,
-        ``late_fraction``, ``late``, ``records``, ``windows`` (on-time firings),
+        A table with one row per (idle timeout, bound): ``idle_timeout`` and ``bound``
+        (durations; ``idle_timeout`` null without idleness), ``late_fraction``, ``late``, ``records``, ``windows`` (on-time firings),
         ``fired_at_end``, ``delay_median_s``, ``delay_p99_s``.
     """
     from pyspark.sql import functions as F
@@ -224,17 +224,17 @@ def analyze_bounds(
             rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
             rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
             rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
-    return pa.table(rows)
+    durations = {"idle_timeout", "bound"}
+    return pa.table(
+        {
+            k: pa.array(v, pa.duration("us")) if k in durations else pa.array(v)
+            for k, v in rows.items()
+        }
+    )
 
 
-def recommend(table: pa.Table, max_late: float) -> dict[str, Any] | None:
-    """The smallest bound (per idle timeout, first one listed) whose late fraction is at
-    most ``max_late``; None if no candidate meets it."""
-    best = None
-    for row in table.to_pylist():
-        if row["late_fraction"] <= max_late and (best is None or row["bound_s"] < best["bound_s"]):
-            best = row
-    return best
+def seconds(value: float) -> timedelta:
+    return timedelta(seconds=value)
 
 
-__all__ = ["analyze_bounds", "nearest_rank", "recommend", "window_grid"]
+__all__ = ["analyze_bounds", "nearest_rank", "window_grid"]
