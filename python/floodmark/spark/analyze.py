@@ -96,8 +96,9 @@ def analyze_bounds(
 
     Returns:
         A table with one row per (idle timeout, bound): ``idle_timeout`` and ``bound``
-        (durations; ``idle_timeout`` null without idleness), ``late_fraction``, ``late``, ``records``, ``windows`` (on-time firings),
-        ``fired_at_end``, ``delay_median_s``, ``delay_p99_s``.
+        (durations; ``idle_timeout`` null without idleness), ``late_fraction``,
+        ``late``, ``records``, ``windows`` (on-time firings), ``fired_at_end``,
+        ``delay_median_s``, ``delay_p99_s``.
     """
     from pyspark.sql import functions as F
 
