@@ -79,36 +79,26 @@ pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
     }
 }
 
-/// First index `>= from` with `arrival[index] > t` (galloping search; `arrival` sorted).
+/// First index `>= from` with `arrival[index] > t` (`arrival` sorted). A linear scan
+/// in blocks of 8 (branch-free count per block): it streams through memory, which is
+/// much faster than a galloping search whose probes all miss the cache.
 #[inline]
 fn run_end(arrival: &[i64], from: usize, t: i64) -> usize {
     let n = arrival.len();
-    if from >= n || arrival[from] > t {
-        return from;
+    let mut j = from;
+    while j + 8 <= n {
+        let block = &arrival[j..j + 8];
+        let le = block.iter().fold(0usize, |c, &a| c + usize::from(a <= t));
+        if le < 8 {
+            // Sorted: the values <= t are a prefix of the block.
+            return j + le;
+        }
+        j += 8;
     }
-    let mut lo = from; // arrival[lo] <= t
-    let mut step = 1usize;
-    let mut hi = loop {
-        let probe = lo.saturating_add(step);
-        if probe >= n {
-            break n;
-        }
-        if arrival[probe] > t {
-            break probe;
-        }
-        lo = probe;
-        step <<= 1;
-    };
-    // arrival[lo] <= t, and hi == n or arrival[hi] > t.
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if arrival[mid] <= t {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
+    while j < n && arrival[j] <= t {
+        j += 1;
     }
-    hi
+    j
 }
 
 fn check_inputs(
@@ -185,8 +175,8 @@ fn check_inputs(
 struct State<'a> {
     gen: &'a mut Generator,
     out: &'a mut ChannelOutput,
-    rows: Vec<EmissionRow>,
-    rec_wm: Vec<i64>,
+    rows: &'a mut Vec<EmissionRow>,
+    rec_wm: &'a mut Vec<i64>,
     last_arrival: Option<i64>,
     wm_before: i64,
 }
@@ -206,20 +196,20 @@ impl State<'_> {
         }
         if self.gen.events_are_silent() {
             // No emission happens between these records: all see the same watermark.
-            self.rec_wm[lo..hi].fill(self.out.watermark());
+            self.rec_wm.resize(hi, self.out.watermark());
             self.gen.absorb(&ts[lo..hi]);
             self.last_arrival = Some(arrival[hi - 1]);
             self.wm_before = self.out.watermark();
             return;
         }
-        let (gen, out, rows) = (&mut *self.gen, &mut *self.out, &mut self.rows);
+        let (gen, out, rows) = (&mut *self.gen, &mut *self.out, &mut *self.rows);
         for r in lo..hi {
             let a = arrival[r];
             if self.last_arrival != Some(a) {
                 self.last_arrival = Some(a);
                 self.wm_before = out.watermark();
             }
-            self.rec_wm[r] = self.wm_before;
+            self.rec_wm.push(self.wm_before);
             let m = marker.and_then(|m| m[r]);
             gen.on_event(ts[r], m, &mut |e| {
                 out.push(e, &mut |x| {
@@ -234,7 +224,7 @@ impl State<'_> {
 
     #[inline]
     fn periodic(&mut self, t: i64) {
-        let (gen, out, rows) = (&mut *self.gen, &mut *self.out, &mut self.rows);
+        let (gen, out, rows) = (&mut *self.gen, &mut *self.out, &mut *self.rows);
         gen.on_periodic_emit(t, &mut |e| {
             out.push(e, &mut |x| {
                 rows.push(EmissionRow {
@@ -254,7 +244,6 @@ impl State<'_> {
 /// [`Error::InvalidParameter`] for `emit_interval <= 0`, `until < start` or a grid that
 /// overflows; [`Error::InvalidInput`] if `arrival` is not non-decreasing or a column's
 /// length differs from `event_ts`.
-#[allow(clippy::many_single_char_names)]
 pub fn drive(
     gen: &mut Generator,
     out: &mut ChannelOutput,
@@ -263,14 +252,47 @@ pub fn drive(
     marker: Option<&[Option<i64>]>,
     params: &DriveParams,
 ) -> Result<DriveOutput> {
+    let mut res = DriveOutput::default();
+    drive_into(
+        gen,
+        out,
+        event_ts,
+        arrival,
+        marker,
+        params,
+        &mut res.record_watermark,
+        &mut res.emissions,
+    )?;
+    Ok(res)
+}
+
+/// [`drive`] writing into caller-owned buffers (cleared first), so a caller driving
+/// many batches reuses their memory instead of allocating (and page-faulting) anew.
+///
+/// # Errors
+/// As [`drive`].
+#[allow(clippy::many_single_char_names, clippy::too_many_arguments)]
+pub fn drive_into(
+    gen: &mut Generator,
+    out: &mut ChannelOutput,
+    event_ts: &[i64],
+    arrival: &[i64],
+    marker: Option<&[Option<i64>]>,
+    params: &DriveParams,
+    record_watermark: &mut Vec<i64>,
+    emissions: &mut Vec<EmissionRow>,
+) -> Result<()> {
     let (k0, k1) = check_inputs(event_ts, arrival, marker, params)?;
     let interval = params.interval;
     let n = event_ts.len();
+    record_watermark.clear();
+    record_watermark.reserve(n);
+    emissions.clear();
     let mut st = State {
         gen,
         out,
-        rows: Vec::new(),
-        rec_wm: vec![i64::MIN; n],
+        rows: emissions,
+        rec_wm: record_watermark,
         last_arrival: None,
         wm_before: i64::MIN,
     };
@@ -307,10 +329,7 @@ pub fn drive(
         };
     }
     st.records(event_ts, arrival, marker, i, n);
-    Ok(DriveOutput {
-        record_watermark: st.rec_wm,
-        emissions: st.rows,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

