@@ -79,6 +79,12 @@ pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
     }
 }
 
+/// `ceil(a / b)` for `b > 0`, exported for the integration tests' naive driver.
+#[doc(hidden)]
+pub fn ceil_div_for_tests(a: i64, b: i64) -> i64 {
+    ceil_div(a, b)
+}
+
 /// First index `>= from` with `arrival[index] > t` (`arrival` sorted). A linear scan
 /// in blocks of 8 (branch-free count per block): it streams through memory, which is
 /// much faster than a galloping search whose probes all miss the cache.
