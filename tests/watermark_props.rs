@@ -165,7 +165,7 @@ fn naive_drive(
     let mut out = ChannelOutput::new();
     let mut rows: Vec<EmissionRow> = Vec::new();
     let mut i = 0;
-    let mut feed =
+    let feed =
         |gen: &mut Generator, out: &mut ChannelOutput, r: usize, rows: &mut Vec<EmissionRow>| {
             let a = arrival[r];
             gen.on_event(ts[r], marker[r], &mut |e| {
