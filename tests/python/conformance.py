@@ -46,9 +46,7 @@ def all_cases() -> list[Case]:
 
 def cases_for(*modes: str) -> list[Any]:
     """pytest params (one per file) for the cases of the given modes."""
-    return [
-        pytest.param(c, id=c.name) for c in all_cases() if c.scenario.get("mode") in modes
-    ]
+    return [pytest.param(c, id=c.name) for c in all_cases() if c.scenario.get("mode") in modes]
 
 
 class Mismatches:
