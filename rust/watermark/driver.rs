@@ -119,12 +119,6 @@ fn check_inputs(
             format!("must be > 0 ticks, got {}", params.interval),
         ));
     }
-    if params.until < params.start {
-        return Err(Error::param(
-            "until",
-            format!("must be >= start ({}), got {}", params.start, params.until),
-        ));
-    }
     if arrival.len() != event_ts.len() {
         return Err(Error::input(
             "arrival",
@@ -166,6 +160,12 @@ fn check_inputs(
                 ),
             ));
         }
+    }
+    if params.until < params.start {
+        return Err(Error::param(
+            "until",
+            format!("must be >= start ({}), got {}", params.start, params.until),
+        ));
     }
     let k0 = ceil_div(params.start, params.interval);
     let k1 = ceil_div(params.until, params.interval);

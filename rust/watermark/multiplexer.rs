@@ -1,6 +1,10 @@
 //! [`Multiplexer`]: Flink's `WatermarkOutputMultiplexer` (section 3 of
 //! `SEMANTICS.md`): per-split outputs combined into one underlying output.
 //!
+//! Beyond `SEMANTICS.md`: when every output is idle, Flink 2.3.0 first flushes the
+//! combined watermark to the maximum over all outputs (if larger), then marks idle
+//! (vector `multiplexer/rand_003.json`, step 7).
+//!
 //! Every call returns a [`MultiplexerStep`]: what the underlying output received
 //! (only watermarks and `Idle`, never `Active`) and what each output's recording
 //! `WatermarkUpdateListener` saw.
@@ -150,19 +154,28 @@ impl Multiplexer {
         updated
     }
 
+    /// `updateCombinedWatermark()`. With at least one active output the candidate is
+    /// the minimum over the active outputs; when every output is idle it is the maximum
+    /// over all outputs (Flink 2.3 flushes to the max, see `multiplexer/rand_003`). A
+    /// candidate above the combined watermark is emitted; then, if all outputs are
+    /// idle, `markIdle` is emitted (on every update, repeatedly).
     fn update_combined(&mut self, step: &mut MultiplexerStep) {
         if !self.outputs.is_empty() {
             let mut min = i64::MAX;
+            let mut max = i64::MIN;
             let mut all_idle = true;
-            for p in self.outputs.iter().filter(|p| !p.idle) {
-                min = min.min(p.wm);
-                all_idle = false;
+            for p in &self.outputs {
+                max = max.max(p.wm);
+                if !p.idle {
+                    min = min.min(p.wm);
+                    all_idle = false;
+                }
             }
             self.combined_idle = all_idle;
-            if !all_idle && min > self.combined {
-                self.combined = min;
-                step.emitted.push(Emission::Watermark(min));
-                return;
+            let candidate = if all_idle { max } else { min };
+            if candidate > self.combined {
+                self.combined = candidate;
+                step.emitted.push(Emission::Watermark(candidate));
             }
         }
         if self.combined_idle {
