@@ -9,7 +9,7 @@
 //! - [`driver`]: the vectorized driver of one channel over arrays of records.
 //! - [`heap`]: the indexed min-heap the valve uses.
 //! - [`valve`]: [`Valve`], Flink's `StatusWatermarkValve`.
-//! - [`timeline`]: [`combine`](timeline::combine), per-channel streams through the valve.
+//! - [`timeline`]: [`combine`], per-channel streams through the valve.
 //! - [`multiplexer`]: [`Multiplexer`], Flink's `WatermarkOutputMultiplexer`.
 
 pub mod driver;
