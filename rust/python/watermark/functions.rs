@@ -1,0 +1,127 @@
+//! `floodmark._core.drive` and `floodmark._core.combine` over Arrow data.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Int64Array, StringArray};
+use pyo3::prelude::*;
+use pyo3_arrow::{PyArray, PyRecordBatch};
+
+use crate::error::Error;
+use crate::watermark::{self, ChannelOutput, ChannelRow, DriveParams};
+
+use super::arrays::{
+    batch, column, i64_options, i64_values, parse_kind, strings, to_py_array, to_py_batch,
+};
+use super::generator::PyGenerator;
+
+/// Drives `generator` (mutated: it continues from its state) over one channel's
+/// records. Returns `(record_watermark, emissions)` as a pyarrow array and batch.
+#[pyfunction]
+#[pyo3(signature = (generator, event_time, arrival, emit_interval, start, until, marker=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn drive<'py>(
+    py: Python<'py>,
+    generator: &mut PyGenerator,
+    event_time: PyArray,
+    arrival: PyArray,
+    emit_interval: i64,
+    start: i64,
+    until: i64,
+    marker: Option<PyArray>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let ts = i64_values(event_time.array(), "event_time")?;
+    let arr = i64_values(arrival.array(), "arrival")?;
+    let markers = marker
+        .as_ref()
+        .map(|m| i64_options(m.array(), "marker"))
+        .transpose()?;
+    let params = DriveParams {
+        interval: emit_interval,
+        start,
+        until,
+    };
+    let gen = &mut generator.inner;
+    let out = py.detach(|| {
+        watermark::drive(
+            gen,
+            &mut ChannelOutput::new(),
+            ts,
+            arr,
+            markers.as_deref(),
+            &params,
+        )
+    })?;
+    let rec: ArrayRef = Arc::new(Int64Array::from(out.record_watermark));
+    let rows = &out.emissions;
+    let time: ArrayRef = Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.time)));
+    let kind: ArrayRef = Arc::new(StringArray::from_iter_values(
+        rows.iter().map(|r| r.emission.kind_name()),
+    ));
+    let wm: ArrayRef = Arc::new(
+        rows.iter()
+            .map(|r| r.emission.watermark())
+            .collect::<Int64Array>(),
+    );
+    let b = batch(vec![("time", time), ("kind", kind), ("watermark", wm)])?;
+    Ok((to_py_array(py, rec)?, to_py_batch(py, b)?))
+}
+
+/// Runs the per-channel output streams (`channel, time, kind, watermark` columns)
+/// through a valve; returns the `time, watermark, status, min_channel` timeline.
+#[pyfunction]
+#[allow(clippy::many_single_char_names)]
+pub fn combine(
+    py: Python<'_>,
+    emissions: PyRecordBatch,
+    num_channels: i64,
+) -> PyResult<Bound<'_, PyAny>> {
+    if num_channels < 0 {
+        return Err(
+            Error::param("num_channels", format!("must be >= 0, got {num_channels}")).into(),
+        );
+    }
+    let b = emissions.into_inner();
+    let ch = i64_values(column(&b, "channel")?, "channel")?;
+    let time = i64_values(column(&b, "time")?, "time")?;
+    let kinds = strings(column(&b, "kind")?, "kind")?;
+    let wms = i64_options(column(&b, "watermark")?, "watermark")?;
+    let rows: Vec<ChannelRow> = (0..ch.len())
+        .map(|i| {
+            let k = kinds.is_valid(i).then(|| kinds.value(i));
+            Ok(ChannelRow {
+                channel: ch[i],
+                time: time[i],
+                emission: parse_kind(k, wms[i], "kind")?,
+            })
+        })
+        .collect::<Result<_, Error>>()?;
+    let timeline = py.detach(|| watermark::combine(&rows, num_channels as usize))?;
+    let t: ArrayRef = Arc::new(Int64Array::from_iter_values(
+        timeline.iter().map(|r| r.time),
+    ));
+    let w: ArrayRef = Arc::new(Int64Array::from_iter_values(
+        timeline.iter().map(|r| r.watermark),
+    ));
+    let s: ArrayRef = Arc::new(StringArray::from_iter_values(timeline.iter().map(|r| {
+        if r.idle {
+            "idle"
+        } else {
+            "active"
+        }
+    })));
+    let m: ArrayRef = Arc::new(
+        timeline
+            .iter()
+            .map(|r| r.min_channel.map(|c| c as i64))
+            .collect::<Int64Array>(),
+    );
+    to_py_batch(
+        py,
+        batch(vec![
+            ("time", t),
+            ("watermark", w),
+            ("status", s),
+            ("min_channel", m),
+        ])?,
+    )
+}

@@ -1,0 +1,20 @@
+//! Python bindings of the watermark core: generator, valve and multiplexer classes,
+//! and the `drive` / `combine` functions over Arrow arrays. No engine logic here.
+
+use pyo3::prelude::*;
+
+mod arrays;
+mod functions;
+mod generator;
+mod multiplexer;
+mod valve;
+
+/// Adds the watermark classes and functions to `floodmark._core`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<generator::PyGenerator>()?;
+    m.add_class::<valve::PyValve>()?;
+    m.add_class::<multiplexer::PyMultiplexer>()?;
+    m.add_function(wrap_pyfunction!(functions::drive, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::combine, m)?)?;
+    Ok(())
+}

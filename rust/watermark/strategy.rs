@@ -1,0 +1,168 @@
+//! [`Generator`]: a base generator, optionally decorated with idleness, as built by
+//! Flink's `WatermarkStrategy.for…(…)[.withIdleness(T)]`.
+
+use crate::error::Result;
+use crate::snapshot::{Reader, Writer};
+
+use super::generator::BaseGenerator;
+use super::idleness::{IdlenessTimer, QuietNext};
+use super::{kinds, Emission};
+
+/// A watermark generator: a [`BaseGenerator`] with an optional [`IdlenessTimer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generator {
+    base: BaseGenerator,
+    idle: Option<IdlenessTimer>,
+}
+
+impl Generator {
+    /// A generator without idleness.
+    pub fn new(base: BaseGenerator) -> Self {
+        Self { base, idle: None }
+    }
+
+    /// Wraps the generator with idleness detection after `timeout` ticks without events.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] naming `idle_timeout` unless `timeout > 0`.
+    pub fn with_idleness(mut self, timeout: i64) -> Result<Self> {
+        self.idle = Some(IdlenessTimer::new(timeout)?);
+        Ok(self)
+    }
+
+    /// The base generator.
+    pub fn base(&self) -> &BaseGenerator {
+        &self.base
+    }
+
+    /// The idleness timer, if the generator has one.
+    pub fn idleness(&self) -> Option<&IdlenessTimer> {
+        self.idle.as_ref()
+    }
+
+    /// Flink's `onEvent(event, ts, output)`; `marker` is the punctuated watermark
+    /// carried by the event, if any. The idleness wrapper counts the activity and never
+    /// emits anything itself.
+    #[inline]
+    pub fn on_event(&mut self, ts: i64, marker: Option<i64>, out: &mut impl FnMut(Emission)) {
+        self.base.on_event(ts, marker, out);
+        if let Some(t) = &mut self.idle {
+            t.activity(1);
+        }
+    }
+
+    /// Flink's `onPeriodicEmit(output)` with the clock reading `now`. With idleness:
+    /// `markIdle` once on the transition, nothing while idle, never `markActive`.
+    #[inline]
+    pub fn on_periodic_emit(&mut self, now: i64, out: &mut impl FnMut(Emission)) {
+        let delegate = match &mut self.idle {
+            None => true,
+            Some(t) => {
+                let (emit_idle, delegate) = t.on_periodic(now);
+                if emit_idle {
+                    out(Emission::Idle);
+                }
+                delegate
+            }
+        };
+        if delegate {
+            self.base.on_periodic_emit(now, out);
+        }
+    }
+
+    /// True if events never emit, so [`Self::absorb`] may replace `on_event` calls.
+    pub fn events_are_silent(&self) -> bool {
+        self.base.events_are_silent()
+    }
+
+    /// Same as calling `on_event(t, None, …)` for each `t` in `ts`, for generators whose
+    /// events are silent.
+    #[inline]
+    pub fn absorb(&mut self, ts: &[i64]) {
+        self.base.absorb(ts);
+        if let Some(t) = &mut self.idle {
+            t.activity(ts.len() as u64);
+        }
+    }
+
+    /// After a periodic call at `now` and no event since: when can a later periodic call
+    /// emit something that the previous one did not (see [`QuietNext`])?
+    pub fn quiet_next(&self, now: i64) -> QuietNext {
+        match &self.idle {
+            None if self.base.periodic_is_stable() => QuietNext::Never,
+            None => QuietNext::Next,
+            Some(t) if t.is_idle() => t.quiet_next(now),
+            Some(t) => match t.quiet_next(now) {
+                QuietNext::Next => QuietNext::Next,
+                _ if !self.base.periodic_is_stable() => QuietNext::Next,
+                q => q,
+            },
+        }
+    }
+
+    /// The generator's state as snapshot bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer::new(kinds::GENERATOR);
+        self.base.write(&mut w);
+        w.bool(self.idle.is_some());
+        if let Some(t) = &self.idle {
+            t.write(&mut w);
+        }
+        w.finish()
+    }
+
+    /// Restores a generator from [`Self::snapshot`] bytes.
+    ///
+    /// # Errors
+    /// [`crate::Error::Snapshot`] if the bytes are not a generator snapshot.
+    pub fn restore(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes, kinds::GENERATOR)?;
+        let base = BaseGenerator::read(&mut r)?;
+        let idle = if r.bool()? {
+            Some(IdlenessTimer::read(&mut r)?)
+        } else {
+            None
+        };
+        r.finish()?;
+        Ok(Self { base, idle })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(g: &mut Generator, now: i64) -> Vec<Emission> {
+        let mut v = Vec::new();
+        g.on_periodic_emit(now, &mut |e| v.push(e));
+        v
+    }
+
+    #[test]
+    fn idle_basic() {
+        let mut g = Generator::new(BaseGenerator::bounded(0).unwrap())
+            .with_idleness(100)
+            .unwrap();
+        g.on_event(5, None, &mut |_| {});
+        assert_eq!(run(&mut g, 1000), vec![Emission::Watermark(4)]);
+        assert_eq!(run(&mut g, 1050), vec![Emission::Watermark(4)]);
+        assert_eq!(run(&mut g, 1151), vec![Emission::Idle]);
+        assert_eq!(run(&mut g, 1300), vec![]);
+        g.on_event(3, None, &mut |_| {});
+        assert_eq!(run(&mut g, 1400), vec![Emission::Watermark(4)]);
+    }
+
+    #[test]
+    fn snapshot_round_trip_and_kind_check() {
+        let mut g = Generator::new(BaseGenerator::bounded(7).unwrap())
+            .with_idleness(10)
+            .unwrap();
+        g.on_event(100, None, &mut |_| {});
+        run(&mut g, 5);
+        let bytes = g.snapshot();
+        assert_eq!(Generator::restore(&bytes).unwrap(), g);
+        let mut other = crate::snapshot::Writer::new(kinds::VALVE);
+        other.u64(0);
+        assert!(Generator::restore(&other.finish()).is_err());
+    }
+}

@@ -1,0 +1,320 @@
+//! [`Valve`]: Flink's `StatusWatermarkValve`, combining the watermarks and statuses of
+//! N input channels exactly as section 2 of `SEMANTICS.md` describes.
+//!
+//! The minimum over the aligned channels comes from an [`IndexedMinHeap`] (O(log n) per
+//! update). The all-idle flush needs the maximum over all channels: channel watermarks
+//! only grow, so that maximum is a running maximum, O(1).
+
+use crate::error::{Error, Result};
+use crate::snapshot::{Reader, Writer};
+
+use super::heap::IndexedMinHeap;
+use super::{kinds, Emission};
+
+/// Flink's `StatusWatermarkValve(numInputChannels)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Valve {
+    wm: Vec<i64>,
+    idle: Vec<bool>,
+    /// Aligned channels (a channel is aligned iff it is in the heap).
+    aligned: IndexedMinHeap,
+    active_count: usize,
+    max_all: i64,
+    last_output: i64,
+    all_idle: bool,
+}
+
+impl Valve {
+    /// A valve over `num_channels` channels, all active, aligned, at `MIN`.
+    pub fn new(num_channels: usize) -> Self {
+        let mut aligned = IndexedMinHeap::new(num_channels);
+        for c in 0..num_channels {
+            aligned.upsert(c, i64::MIN);
+        }
+        Self {
+            wm: vec![i64::MIN; num_channels],
+            idle: vec![false; num_channels],
+            aligned,
+            active_count: num_channels,
+            max_all: i64::MIN,
+            last_output: i64::MIN,
+            all_idle: false,
+        }
+    }
+
+    /// Number of input channels.
+    pub fn num_channels(&self) -> usize {
+        self.wm.len()
+    }
+
+    /// The last watermark the valve emitted (`MIN` if none).
+    pub fn watermark(&self) -> i64 {
+        self.last_output
+    }
+
+    /// True if the whole valve is idle (every channel is idle).
+    pub fn is_idle(&self) -> bool {
+        self.all_idle
+    }
+
+    /// The channel holding the minimum among the aligned channels (lowest index on
+    /// ties), or `None` if no channel is aligned.
+    pub fn min_channel(&self) -> Option<usize> {
+        self.aligned.peek().map(|(c, _)| c)
+    }
+
+    /// Channel `c`'s last accepted watermark, idle flag and aligned flag.
+    pub fn channel(&self, channel: i64) -> Result<(i64, bool, bool)> {
+        let c = self.index(channel)?;
+        Ok((self.wm[c], self.idle[c], self.aligned.contains(c)))
+    }
+
+    #[inline]
+    fn index(&self, channel: i64) -> Result<usize> {
+        if channel < 0 || channel as u64 >= self.wm.len() as u64 {
+            return Err(Error::ChannelOutOfRange {
+                channel,
+                num_channels: self.wm.len(),
+            });
+        }
+        Ok(channel as usize)
+    }
+
+    #[inline]
+    fn output_new_min(&mut self, out: &mut impl FnMut(Emission)) {
+        if let Some((_, min)) = self.aligned.peek() {
+            if min > self.last_output {
+                self.last_output = min;
+                out(Emission::Watermark(min));
+            }
+        }
+    }
+
+    /// Flink's `inputWatermark(watermark, channelIndex, output)`.
+    ///
+    /// # Errors
+    /// [`Error::ChannelOutOfRange`] if `channel` is not in `0..num_channels`.
+    #[inline]
+    pub fn input_watermark(
+        &mut self,
+        channel: i64,
+        wm: i64,
+        out: &mut impl FnMut(Emission),
+    ) -> Result<()> {
+        let c = self.index(channel)?;
+        if self.all_idle || self.idle[c] || wm <= self.wm[c] {
+            return Ok(());
+        }
+        self.wm[c] = wm;
+        self.max_all = self.max_all.max(wm);
+        if self.aligned.contains(c) || wm >= self.last_output {
+            self.aligned.upsert(c, wm);
+        }
+        self.output_new_min(out);
+        Ok(())
+    }
+
+    /// Flink's `inputWatermarkStatus(status, channelIndex, output)`; `idle` is the new
+    /// status of `channel`.
+    ///
+    /// # Errors
+    /// [`Error::ChannelOutOfRange`] if `channel` is not in `0..num_channels`.
+    pub fn input_status(
+        &mut self,
+        channel: i64,
+        idle: bool,
+        out: &mut impl FnMut(Emission),
+    ) -> Result<()> {
+        let c = self.index(channel)?;
+        if idle && !self.idle[c] {
+            self.idle[c] = true;
+            self.aligned.remove(c);
+            self.active_count -= 1;
+            if self.active_count == 0 {
+                if self.wm[c] == self.last_output && self.max_all > self.last_output {
+                    self.last_output = self.max_all;
+                    out(Emission::Watermark(self.max_all));
+                }
+                self.all_idle = true;
+                out(Emission::Idle);
+            } else if self.wm[c] == self.last_output {
+                self.output_new_min(out);
+            }
+        } else if !idle && self.idle[c] {
+            self.idle[c] = false;
+            self.active_count += 1;
+            if self.wm[c] >= self.last_output {
+                self.aligned.upsert(c, self.wm[c]);
+            }
+            if self.all_idle {
+                self.all_idle = false;
+                out(Emission::Active);
+            }
+        }
+        Ok(())
+    }
+
+    /// The valve's state as snapshot bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer::new(kinds::VALVE);
+        w.u64(self.wm.len() as u64);
+        for c in 0..self.wm.len() {
+            w.i64(self.wm[c])
+                .bool(self.idle[c])
+                .bool(self.aligned.contains(c));
+        }
+        w.i64(self.last_output).bool(self.all_idle);
+        w.finish()
+    }
+
+    /// Restores a valve from [`Self::snapshot`] bytes.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] if the bytes are not a valid valve snapshot.
+    pub fn restore(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes, kinds::VALVE)?;
+        let n = r.len(10)?;
+        let mut v = Self::new(n);
+        v.active_count = 0;
+        for c in 0..n {
+            v.wm[c] = r.i64()?;
+            v.idle[c] = r.bool()?;
+            let aligned = r.bool()?;
+            v.aligned.remove(c);
+            if aligned {
+                if v.idle[c] {
+                    return Err(Error::Snapshot(format!("channel {c} is idle and aligned")));
+                }
+                v.aligned.upsert(c, v.wm[c]);
+            }
+            if !v.idle[c] {
+                v.active_count += 1;
+            }
+            v.max_all = v.max_all.max(v.wm[c]);
+        }
+        v.last_output = r.i64()?;
+        v.all_idle = r.bool()?;
+        r.finish()?;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    enum In {
+        W(i64, i64),
+        I(i64),
+        A(i64),
+    }
+
+    fn run(v: &mut Valve, steps: &[In]) -> Vec<Vec<Emission>> {
+        steps
+            .iter()
+            .map(|s| {
+                let mut e = Vec::new();
+                match *s {
+                    In::W(c, w) => v.input_watermark(c, w, &mut |x| e.push(x)).unwrap(),
+                    In::I(c) => v.input_status(c, true, &mut |x| e.push(x)).unwrap(),
+                    In::A(c) => v.input_status(c, false, &mut |x| e.push(x)).unwrap(),
+                }
+                e
+            })
+            .collect()
+    }
+
+    use Emission::{Active, Idle, Watermark as W};
+
+    #[test]
+    fn all_idle_flush_to_max() {
+        let mut v = Valve::new(3);
+        let e = run(
+            &mut v,
+            &[
+                In::W(0, 10),
+                In::W(1, 20),
+                In::W(2, 30),
+                In::I(2),
+                In::I(1),
+                In::I(0),
+            ],
+        );
+        assert_eq!(e[0], vec![]);
+        assert_eq!(e[2], vec![W(10)]);
+        assert_eq!(e[5], vec![W(30), Idle]);
+        assert_eq!(run(&mut v, &[In::A(1)]), vec![vec![Active]]);
+    }
+
+    #[test]
+    fn return_from_idle_behind() {
+        let mut v = Valve::new(2);
+        let e = run(
+            &mut v,
+            &[
+                In::W(0, 10),
+                In::W(1, 10),
+                In::I(1),
+                In::W(0, 50),
+                In::A(1),
+                In::W(0, 60),
+                In::W(1, 55),
+                In::W(1, 70),
+                In::W(0, 65),
+                In::W(0, 80),
+            ],
+        );
+        let flat: Vec<Emission> = e.into_iter().flatten().collect();
+        assert_eq!(flat, vec![W(10), W(50), W(60), W(65), W(70)]);
+    }
+
+    #[test]
+    fn no_flush_when_last_is_behind() {
+        let mut v = Valve::new(2);
+        let e = run(
+            &mut v,
+            &[In::W(0, 50), In::W(1, 50), In::I(0), In::W(1, 60), In::I(1)],
+        );
+        assert_eq!(e.concat(), vec![W(50), W(60), Idle]);
+        let mut v = Valve::new(2);
+        let e = run(
+            &mut v,
+            &[
+                In::W(0, 50),
+                In::W(1, 60),
+                In::I(1),
+                In::A(1),
+                In::I(0),
+                In::W(1, 70),
+            ],
+        );
+        assert_eq!(v.watermark(), 70);
+        assert_eq!(e.concat(), vec![W(50), W(60), W(70)]);
+    }
+
+    #[test]
+    fn out_of_range_and_zero_channels() {
+        let mut v = Valve::new(0);
+        assert!(matches!(
+            v.input_watermark(0, 1, &mut |_| {}),
+            Err(Error::ChannelOutOfRange {
+                channel: 0,
+                num_channels: 0
+            })
+        ));
+        let mut v = Valve::new(2);
+        assert!(v.input_status(-1, true, &mut |_| {}).is_err());
+        assert!(v.input_watermark(2, 1, &mut |_| {}).is_err());
+    }
+
+    #[test]
+    fn snapshot_round_trip() {
+        let mut v = Valve::new(3);
+        run(&mut v, &[In::W(0, 5), In::W(1, 7), In::I(2), In::W(2, 1)]);
+        let r = Valve::restore(&v.snapshot()).unwrap();
+        assert_eq!(r, v);
+        assert_eq!(r.min_channel(), Some(0));
+        assert!(Valve::restore(&Writer::new(kinds::GENERATOR).finish()).is_err());
+    }
+}

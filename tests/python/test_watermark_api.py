@@ -1,0 +1,241 @@
+"""The watermark Python API: errors name the parameter, input types, the user
+Python generator path against the native one, snapshot/restore."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from floodmark import Emission, Multiplexer, Valve, WatermarkStrategy, combine, drive
+from floodmark.exceptions import (
+    ChannelOutOfRangeError,
+    IllegalStateError,
+    InvalidInputError,
+    InvalidParameterError,
+    SnapshotError,
+)
+from floodmark.strategy import WatermarkOutput
+
+MIN = -(2**63)
+
+
+class BoundedPy:
+    """Flink's BoundedOutOfOrdernessWatermarks, written as a user generator."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.max_ts = MIN + bound + 1
+
+    def on_event(self, timestamp: int, output: WatermarkOutput) -> None:
+        self.max_ts = max(self.max_ts, timestamp)
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        output.emit_watermark(self.max_ts - self.bound - 1)
+
+
+@pytest.mark.parametrize(
+    ("make", "parameter"),
+    [
+        (lambda: WatermarkStrategy.for_bounded_out_of_orderness(-1), "bound"),
+        (
+            lambda: WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=-1)),
+            "bound",
+        ),
+        (lambda: WatermarkStrategy.for_bounded_out_of_orderness("5"), "bound"),
+        (lambda: WatermarkStrategy.for_monotonous_timestamps().with_idleness(0), "idle_timeout"),
+        (
+            lambda: WatermarkStrategy.no_watermarks().with_idleness(timedelta(seconds=-2)),
+            "idle_timeout",
+        ),
+        (lambda: WatermarkStrategy.for_processing_time_lag(-3), "lag"),
+        (lambda: WatermarkStrategy.for_punctuated(""), "marker_column"),
+        (lambda: WatermarkStrategy.for_generator(42), "factory"),  # type: ignore[arg-type]
+        (lambda: WatermarkStrategy.no_watermarks().create_generator("weeks"), "unit"),
+        (
+            lambda: (
+                WatermarkStrategy.for_monotonous_timestamps()
+                .with_idleness(timedelta(microseconds=10))
+                .create_generator("ms")
+            ),
+            "idle_timeout",
+        ),
+        (lambda: Valve(-1), "num_channels"),
+    ],
+)
+def test_errors_name_the_parameter(make: object, parameter: str) -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        make()  # type: ignore[operator]
+    assert info.value.parameter == parameter
+    assert parameter in str(info.value)
+
+
+def test_strategy_is_immutable_and_described() -> None:
+    base = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5))
+    idle = base.with_idleness(timedelta(minutes=1)).with_timestamp_assigner("ts")
+    assert base.idle_timeout is None and base.timestamp_column is None
+    assert idle.idle_timeout == timedelta(minutes=1) and idle.timestamp_column == "ts"
+    assert idle.kind == "bounded_out_of_orderness" and idle.bound == timedelta(seconds=5)
+    assert (
+        idle.is_shift_invariant and WatermarkStrategy.for_monotonous_timestamps().is_shift_invariant
+    )
+    assert not WatermarkStrategy.for_processing_time_lag(5).is_shift_invariant
+    assert WatermarkStrategy.for_punctuated("m").marker_column == "m"
+    assert "with_idleness" in repr(idle) and "for_bounded_out_of_orderness" in repr(idle)
+    assert idle == base.with_idleness(timedelta(minutes=1)).with_timestamp_assigner("ts")
+
+
+def test_generator_object_and_snapshot() -> None:
+    gen = WatermarkStrategy.for_bounded_out_of_orderness(
+        timedelta(milliseconds=10)
+    ).create_generator()
+    assert gen.on_event(100) == []
+    assert gen.on_periodic_emit() == [Emission("watermark", 89)]
+    snap = gen.snapshot()
+    gen.on_event(500)
+    assert gen.on_periodic_emit() == [Emission("watermark", 489)]
+    gen.restore(snap)
+    assert gen.on_periodic_emit() == [Emission("watermark", 89)]
+    with pytest.raises(SnapshotError):
+        gen.restore(Valve(2).snapshot())
+    idle = WatermarkStrategy.for_monotonous_timestamps().with_idleness(100).create_generator()
+    with pytest.raises(InvalidParameterError) as info:
+        idle.on_periodic_emit()
+    assert info.value.parameter == "now"
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda xs: xs,
+        lambda xs: np.array(xs, dtype=np.int64),
+        lambda xs: pd.Series(xs, dtype="int64"),
+        lambda xs: pa.array(xs, pa.int64()),
+        lambda xs: pa.chunked_array([xs[:2], xs[2:]], pa.int64()),
+    ],
+)
+def test_drive_accepts_numpy_pandas_lists(convert: object) -> None:
+    ts, arrival = [100, 95, 130, 500], [0, 200, 200, 5000]
+    s = WatermarkStrategy.for_bounded_out_of_orderness(10)
+    r = drive(s, convert(ts), convert(arrival), emit_interval=200, start=0, until=6000)  # type: ignore[operator]
+    assert r.record_watermark.to_pylist() == [MIN, 89, 89, 119]
+    assert r.emissions.column("time").to_pylist() == [0, 200, 5000]
+    assert r.emissions.column("kind").to_pylist() == ["watermark"] * 3
+    assert r.emissions.schema.field("watermark").type == pa.int64()
+
+
+def test_drive_input_errors() -> None:
+    s = WatermarkStrategy.for_monotonous_timestamps()
+    with pytest.raises(InvalidInputError) as info:
+        drive(s, pa.array([1, None], pa.int64()), [1, 2])
+    assert info.value.column == "event_time"
+    with pytest.raises(InvalidInputError) as info:
+        drive(s, [1, 2], [2, 1])
+    assert info.value.column == "arrival"
+    with pytest.raises(InvalidParameterError) as pinfo:
+        drive(s, [1], [1], emit_interval=0)
+    assert pinfo.value.parameter == "emit_interval"
+    with pytest.raises(InvalidParameterError) as pinfo:
+        drive(WatermarkStrategy.for_punctuated("m"), [1], [1])
+    assert pinfo.value.parameter == "marker"
+
+
+def test_punctuated_drive() -> None:
+    s = WatermarkStrategy.for_punctuated("m")
+    r = drive(s, [1, 2, 3, 4], [5, 5, 6, 6], marker=[10, 20, None, 15], emit_interval=100)
+    assert r.record_watermark.to_pylist() == [MIN, MIN, 20, 20]
+    assert r.emissions.to_pylist() == [
+        {"time": 5, "kind": "watermark", "watermark": 10},
+        {"time": 5, "kind": "watermark", "watermark": 20},
+    ]
+
+
+@pytest.mark.parametrize("idle", [None, 700])
+def test_python_generator_agrees_with_native(idle: int | None) -> None:
+    rng = np.random.default_rng(3)
+    arrival = np.cumsum(rng.integers(0, 400, 300))
+    ts = arrival - rng.integers(0, 150, 300)
+    native = WatermarkStrategy.for_bounded_out_of_orderness(50)
+    python = WatermarkStrategy.for_generator(lambda: BoundedPy(50))
+    if idle is not None:
+        native, python = native.with_idleness(idle), python.with_idleness(idle)
+    a = drive(native, ts, arrival, emit_interval=100, until=int(arrival[-1]) + 2000)
+    b = drive(python, ts, arrival, emit_interval=100, until=int(arrival[-1]) + 2000)
+    assert a.record_watermark.equals(b.record_watermark)
+    assert a.emissions.to_pylist() == b.emissions.to_pylist()
+    if idle is not None:
+        assert "idle" in a.emissions.column("kind").to_pylist()
+
+
+def test_python_generator_snapshot() -> None:
+    gen = WatermarkStrategy.for_generator(lambda: BoundedPy(0)).create_generator()
+    gen.on_event(10)
+    snap = gen.snapshot()
+    gen.on_event(50)
+    gen.restore(snap)
+    assert gen.on_periodic_emit() == [Emission("watermark", 9)]
+    with pytest.raises(SnapshotError):
+        gen.restore(b"junk")
+
+
+def test_valve_api() -> None:
+    v = Valve(2)
+    assert v.input_watermark(0, 10) == []
+    assert v.input_watermark(1, 5) == [Emission("watermark", 5)]
+    assert v.min_channel == 1
+    snap = v.snapshot()
+    assert v.input_status(1, "idle") == [Emission("watermark", 10)]
+    with pytest.raises(ChannelOutOfRangeError):
+        v.input_watermark(2, 1)
+    with pytest.raises(InvalidParameterError):
+        v.input_status(0, "sleepy")  # type: ignore[arg-type]
+    v.restore(snap)
+    assert v.watermark == 5 and v.min_channel == 1
+    out = Valve(2).process(
+        [0, 1, 1, 0], ["watermark", "watermark", "idle", "idle"], [10, 5, None, None]
+    )
+    assert out.to_pylist() == [
+        {"step": 1, "kind": "watermark", "watermark": 5},
+        {"step": 2, "kind": "watermark", "watermark": 10},
+        {"step": 3, "kind": "idle", "watermark": None},
+    ]
+
+
+def test_multiplexer_api() -> None:
+    m = Multiplexer()
+    m.register_output("a")
+    with pytest.raises(IllegalStateError):
+        m.register_output("a")
+    with pytest.raises(InvalidParameterError):
+        m.emit_watermark("zz", 1)
+    r = m.emit_watermark("a", 4)
+    assert r.emitted == [Emission("watermark", 4)]
+    assert [e.type for e in r.listener] == ["idle", "watermark"]
+    snap = m.snapshot()
+    m.mark_idle("a", via="deferred")
+    assert m.on_periodic_emit().emitted == [Emission("idle")]
+    m.restore(snap)
+    assert m.on_periodic_emit().emitted == []
+    assert m.unregister_output("a") and not m.unregister_output("a")
+
+
+def test_combine_timeline() -> None:
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "channel": pa.array([1, 0, 0, 1, 0], pa.int64()),
+            "time": pa.array([10, 10, 20, 30, 40], pa.int64()),
+            "kind": ["watermark", "watermark", "watermark", "idle", "idle"],
+            "watermark": pa.array([20, 5, 30, None, None], pa.int64()),
+        }
+    )
+    t = combine(batch, num_channels=2)
+    assert t.to_pylist() == [
+        {"time": 10, "watermark": 5, "status": "active", "min_channel": 0},
+        {"time": 20, "watermark": 20, "status": "active", "min_channel": 1},
+        {"time": 30, "watermark": 30, "status": "active", "min_channel": 0},
+        {"time": 40, "watermark": 30, "status": "idle", "min_channel": None},
+    ]
+    with pytest.raises(ChannelOutOfRangeError):
+        combine(batch, num_channels=1)
