@@ -71,7 +71,9 @@ impl<'a> Reader<'a> {
     /// Opens `buf`, checking the magic bytes and that it holds an object of kind `kind`.
     pub fn new(buf: &'a [u8], kind: u8) -> Result<Self> {
         if buf.len() < 5 || &buf[..4] != MAGIC {
-            return Err(Error::Snapshot("not a floodmark snapshot (bad magic bytes)".into()));
+            return Err(Error::Snapshot(
+                "not a floodmark snapshot (bad magic bytes)".into(),
+            ));
         }
         if buf[4] != kind {
             return Err(Error::Snapshot(format!(
@@ -95,12 +97,16 @@ impl<'a> Reader<'a> {
 
     /// Reads an `i64`.
     pub fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(i64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 
     /// Reads a `u64`.
     pub fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 
     /// Reads a length or count, checked against the bytes that remain (so a corrupt
@@ -116,7 +122,9 @@ impl<'a> Reader<'a> {
 
     /// Reads an `f64`.
     pub fn f64(&mut self) -> Result<f64> {
-        Ok(f64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(f64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
 
     /// Reads a `bool`.
