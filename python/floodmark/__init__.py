@@ -2,5 +2,20 @@
 
 from floodmark import exceptions
 from floodmark._core import __version__
+from floodmark.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowOperator,
+    WindowOutput,
+)
 
-__all__ = ["__version__", "exceptions"]
+__all__ = [
+    "EventTimeSessionWindows",
+    "SlidingEventTimeWindows",
+    "TumblingEventTimeWindows",
+    "WindowOperator",
+    "WindowOutput",
+    "__version__",
+    "exceptions",
+]
