@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use floodmark::window::{
-    Advance, AggFn, AggSpec, Batch, KeyCol, OperatorConfig, ValueCol, WindowAssigner, WindowOperator,
+    Advance, AggFn, AggSpec, Batch, KeyCol, OperatorConfig, ValueCol, WindowAssigner,
+    WindowOperator,
 };
 
 const N: usize = 10_000_000;
@@ -29,8 +30,12 @@ fn data() -> Data {
         state ^= state << 17;
         state
     };
-    let (mut keys, mut ts, mut values, mut advances) =
-        (Vec::with_capacity(N), Vec::with_capacity(N), Vec::with_capacity(N), Vec::new());
+    let (mut keys, mut ts, mut values, mut advances) = (
+        Vec::with_capacity(N),
+        Vec::with_capacity(N),
+        Vec::with_capacity(N),
+        Vec::new(),
+    );
     let mut max_ts = i64::MIN;
     for i in 0..N {
         let r = next();
@@ -40,10 +45,19 @@ fn data() -> Data {
         ts.push(t);
         values.push((r >> 20) as i64 % 1000);
         if i % 1000 == 999 {
-            advances.push(Advance { position: i + 1, watermark: max_ts - DISORDER - 1, time: None });
+            advances.push(Advance {
+                position: i + 1,
+                watermark: max_ts - DISORDER - 1,
+                time: None,
+            });
         }
     }
-    Data { keys, ts, values, advances }
+    Data {
+        keys,
+        ts,
+        values,
+        advances,
+    }
 }
 
 fn run(d: &Data, assigner: WindowAssigner, aggs: Vec<AggSpec>) -> usize {
@@ -69,19 +83,46 @@ fn run(d: &Data, assigner: WindowAssigner, aggs: Vec<AggSpec>) -> usize {
 
 fn bench(c: &mut Criterion) {
     let d = data();
-    let count_sum = vec![AggSpec { func: AggFn::Count, column: None }, AggSpec { func: AggFn::Sum, column: Some(0) }];
+    let count_sum = vec![
+        AggSpec {
+            func: AggFn::Count,
+            column: None,
+        },
+        AggSpec {
+            func: AggFn::Sum,
+            column: Some(0),
+        },
+    ];
     let mut g = c.benchmark_group("windows");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(8));
     g.bench_function("tumbling_count_sum", |b| {
-        b.iter(|| black_box(run(&d, WindowAssigner::tumbling(100_000, 0).unwrap(), count_sum.clone())));
+        b.iter(|| {
+            black_box(run(
+                &d,
+                WindowAssigner::tumbling(100_000, 0).unwrap(),
+                count_sum.clone(),
+            ))
+        });
     });
     g.bench_function("sliding_5x_count_sum", |b| {
-        b.iter(|| black_box(run(&d, WindowAssigner::sliding(100_000, 20_000, 0).unwrap(), count_sum.clone())));
+        b.iter(|| {
+            black_box(run(
+                &d,
+                WindowAssigner::sliding(100_000, 20_000, 0).unwrap(),
+                count_sum.clone(),
+            ))
+        });
     });
     g.bench_function("session_count_sum", |b| {
-        b.iter(|| black_box(run(&d, WindowAssigner::session(20_000).unwrap(), count_sum.clone())));
+        b.iter(|| {
+            black_box(run(
+                &d,
+                WindowAssigner::session(20_000).unwrap(),
+                count_sum.clone(),
+            ))
+        });
     });
     g.finish();
 }

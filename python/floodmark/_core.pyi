@@ -6,7 +6,7 @@ __version__: str
 
 # --- windows ---------------------------------------------------------------------
 
-from typing import Any
+from typing import Any, final
 
 def window_check(kind: str, size: int, slide: int, offset: int, gap: int) -> None: ...
 def window_assign(
@@ -17,9 +17,10 @@ def merge_windows(
     windows: list[tuple[int, int]],
 ) -> list[tuple[list[tuple[int, int]], tuple[int, int]]]: ...
 
+@final
 class WindowOperator:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         kind: str,
         size: int,
         slide: int,
@@ -32,7 +33,7 @@ class WindowOperator:
         aggs: list[tuple[str, int | None]],
         agg_names: list[str],
         arrival: str | None = None,
-    ) -> None: ...
+    ) -> WindowOperator: ...
     def process(
         self,
         batch: Any,
@@ -40,7 +41,9 @@ class WindowOperator:
         watermarks: list[int],
         times: list[int | None],
     ) -> tuple[Any, Any, Any, Any, Any]: ...
-    def advance(self, watermark: int, time: int | None = None) -> tuple[Any, Any, Any, Any, Any]: ...
+    def advance(
+        self, watermark: int, time: int | None = None
+    ) -> tuple[Any, Any, Any, Any, Any]: ...
     def finish(self, time: int | None = None) -> tuple[Any, Any, Any, Any, Any]: ...
     def snapshot(self) -> bytes: ...
     def restore(self, data: bytes) -> None: ...

@@ -22,7 +22,7 @@ Departures from Flink (each deliberate, nothing is lost silently):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -31,7 +31,7 @@ from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.time import Duration, check_unit, to_ticks
 
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
-Agg = Union[str, tuple[str, str]]
+Agg = str | tuple[str, str]
 BatchLike = Any  # pyarrow.RecordBatch | pyarrow.Table | pandas.DataFrame
 
 _Params = tuple[str, int, int, int, int]
@@ -42,8 +42,9 @@ class _Assigner:
 
     kind = ""
 
-    def __init__(self, size: Duration = 0, slide: Duration = 0, offset: Duration = 0,
-                 gap: Duration = 0) -> None:
+    def __init__(
+        self, size: Duration = 0, slide: Duration = 0, offset: Duration = 0, gap: Duration = 0
+    ) -> None:
         self._raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
         if all(isinstance(v, int) and not isinstance(v, bool) for v in self._raw.values()):
             self.params("ms")  # plain ticks: check now (the unit does not matter)
@@ -107,7 +108,7 @@ class EventTimeSessionWindows(_Assigner):
         return cls(gap=gap)
 
 
-WindowAssigner = Union[TumblingEventTimeWindows, SlidingEventTimeWindows, EventTimeSessionWindows]
+WindowAssigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeSessionWindows
 
 
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
@@ -156,8 +157,12 @@ def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | N
             specs.append(("count", None))
             names.append("count")
             continue
-        if (not isinstance(agg, tuple) or len(agg) != 2 or agg[0] not in AGG_FUNCTIONS
-                or not isinstance(agg[1], str)):
+        if (
+            not isinstance(agg, tuple)
+            or len(agg) != 2
+            or agg[0] not in AGG_FUNCTIONS
+            or not isinstance(agg[1], str)
+        ):
             raise InvalidParameterError(
                 f"invalid parameter `aggs`: {agg!r} is not 'count' or (fn, column) with fn in "
                 f"{', '.join(AGG_FUNCTIONS)}"
@@ -302,8 +307,18 @@ class WindowOperator:
         kind, size, slide, offset, gap = window.params(unit)
         self._window = window
         self._native = _core.WindowOperator(
-            kind, size, slide, offset, gap, lateness, self._keys, event_time,
-            self._value_names, specs, self._agg_names, arrival,
+            kind,
+            size,
+            slide,
+            offset,
+            gap,
+            lateness,
+            self._keys,
+            event_time,
+            self._value_names,
+            specs,
+            self._agg_names,
+            arrival,
         )
         self._input_schema = pa.schema([])
         self._key_types: list[pa.DataType] | None = None
@@ -345,10 +360,12 @@ class WindowOperator:
             names.append(self._arrival)
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
-    def _output(self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None) -> WindowOutput:
+    def _output(
+        self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None
+    ) -> WindowOutput:
         results, late_rows, late_wm, dropped_rows, reasons = raw
         if self._key_types is not None:
-            for i, (name, t) in enumerate(zip(self._keys, self._key_types)):
+            for i, (name, t) in enumerate(zip(self._keys, self._key_types, strict=True)):
                 if results.column(i).type != t:
                     field = pa.field(name, t)
                     results = results.set_column(i, field, results.column(i).cast(t))

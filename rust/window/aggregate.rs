@@ -207,7 +207,7 @@ fn fold(cell: &mut Cell, func: AggFn, ty: ValueType, bits: u64, t: i64, s: u64) 
             }
         }
         AggFn::Mean => {
-            cell.a = (f64::from_bits(if fresh { 0 } else { cell.a }) + as_f64(ty, bits)).to_bits()
+            cell.a = (f64::from_bits(if fresh { 0 } else { cell.a }) + as_f64(ty, bits)).to_bits();
         }
         AggFn::First | AggFn::Last => {
             let take = fresh
@@ -405,10 +405,10 @@ mod tests {
         let mut all = vec![Cell::default(); sp.len()];
         let mut a = all.clone();
         let mut b = all.clone();
-        for row in 0..4 {
-            add_row(&mut all, &sp, &types, &cols, row, times[row], row as u64);
+        for (row, &t) in times.iter().enumerate() {
+            add_row(&mut all, &sp, &types, &cols, row, t, row as u64);
             let part = if row % 2 == 0 { &mut a } else { &mut b };
-            add_row(part, &sp, &types, &cols, row, times[row], row as u64);
+            add_row(part, &sp, &types, &cols, row, t, row as u64);
         }
         merge_cells(&mut b, &a, &sp, &types);
         assert_eq!(finish(&all, &sp, &types), finish(&b, &sp, &types));

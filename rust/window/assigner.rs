@@ -35,6 +35,7 @@ impl TimeWindow {
     }
 
     /// The smallest window covering both.
+    #[must_use]
     pub fn cover(&self, other: &Self) -> Self {
         Self::new(self.start.min(other.start), self.end.max(other.end))
     }

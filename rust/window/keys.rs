@@ -156,7 +156,7 @@ impl KeyDict {
         for (col, stored) in cols.iter().zip(vals.iter_mut()) {
             match (col, stored) {
                 (KeyCol::Int64(v, m), KeyValues::Int64(s)) => {
-                    s.push(m.map_or(true, |m| m[row]).then(|| v[row]))
+                    s.push(m.map_or(true, |m| m[row]).then(|| v[row]));
                 }
                 (KeyCol::Utf8(v), KeyValues::Utf8(s)) => s.push(v[row].map(str::to_owned)),
                 _ => unreachable!("types checked"),
@@ -173,13 +173,12 @@ impl KeyDict {
             for row in 0..rows {
                 let valid = m.map_or(true, |m| m[row]);
                 let id = if valid {
-                    match self.single_int.get(&v[row]) {
-                        Some(&id) => id,
-                        None => {
-                            let id = self.push_row(cols, row);
-                            self.single_int.insert(v[row], id);
-                            id
-                        }
+                    if let Some(&id) = self.single_int.get(&v[row]) {
+                        id
+                    } else {
+                        let id = self.push_row(cols, row);
+                        self.single_int.insert(v[row], id);
+                        id
                     }
                 } else if let Some(id) = self.single_null {
                     id
@@ -196,13 +195,12 @@ impl KeyDict {
         for row in 0..rows {
             buf.clear();
             encode_row(cols, row, &mut buf);
-            let id = match self.general.get(buf.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    let id = self.push_row(cols, row);
-                    self.general.insert(buf.clone(), id);
-                    id
-                }
+            let id = if let Some(&id) = self.general.get(buf.as_slice()) {
+                id
+            } else {
+                let id = self.push_row(cols, row);
+                self.general.insert(buf.clone(), id);
+                id
             };
             out.push(id);
         }
@@ -216,7 +214,7 @@ impl KeyDict {
                 w.bool(false);
             }
             Some(vals) => {
-                w.bool(true).u64(self.len as u64);
+                w.bool(true).u64(u64::from(self.len));
                 for col in vals {
                     match col {
                         KeyValues::Int64(v) => {

@@ -412,7 +412,7 @@ impl WindowOperator {
         } else {
             self.slots.push(slot);
             self.cells
-                .extend(std::iter::repeat_n(Cell::default(), stride));
+                .extend(std::iter::repeat(Cell::default()).take(stride));
             (self.slots.len() - 1) as u32
         };
         self.live.insert((key, window.start, window.end), id);
@@ -564,3 +564,7 @@ impl WindowOperator {
         result
     }
 }
+
+#[cfg(test)]
+#[path = "operator_tests.rs"]
+mod tests;

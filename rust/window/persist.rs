@@ -40,15 +40,18 @@ fn write_config(cfg: &OperatorConfig, w: &mut Writer) {
 
 fn read_config(r: &mut Reader<'_>) -> Result<OperatorConfig> {
     let tag = r.u64()?;
-    let (a, b, c) = (r.i64()?, r.i64()?, r.i64()?);
+    let params = [r.i64()?, r.i64()?, r.i64()?];
     let assigner = match tag {
-        0 => WindowAssigner::Tumbling { size: a, offset: b },
-        1 => WindowAssigner::Sliding {
-            size: a,
-            slide: b,
-            offset: c,
+        0 => WindowAssigner::Tumbling {
+            size: params[0],
+            offset: params[1],
         },
-        2 => WindowAssigner::Session { gap: a },
+        1 => WindowAssigner::Sliding {
+            size: params[0],
+            slide: params[1],
+            offset: params[2],
+        },
+        2 => WindowAssigner::Session { gap: params[0] },
         _ => return Err(Error::Snapshot(format!("unknown assigner tag {tag}"))),
     };
     let allowed_lateness = r.i64()?;

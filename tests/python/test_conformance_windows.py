@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from conformance import Case, Mismatches, cases_for
-
 from floodmark.exceptions import FloodmarkError, InvalidInputError, InvalidParameterError
 from floodmark.windows import (
     EventTimeSessionWindows,
@@ -66,13 +65,18 @@ def test_assign_vector(case: Case) -> None:
             if "assign" in step:
                 got: Any = {"windows": [list(w) for w in assigner.assign_windows(step["assign"])]}
             elif "window_start" in step:
-                got = {"start": window_start_with_offset(
-                    step["window_start"], step["offset_ms"], step["size_ms"])}
+                got = {
+                    "start": window_start_with_offset(
+                        step["window_start"], step["offset_ms"], step["size_ms"]
+                    )
+                }
             else:
-                got = {"merges": [
-                    {"from": [list(w) for w in frm], "into": list(into)}
-                    for frm, into in merge_windows([tuple(w) for w in step["merge"]])
-                ]}
+                got = {
+                    "merges": [
+                        {"from": [list(w) for w in frm], "into": list(into)}
+                        for frm, into in merge_windows([tuple(w) for w in step["merge"]])
+                    ]
+                }
         except FloodmarkError as e:
             if "error" in want:
                 m.check(i, isinstance(e, error_class(want["error"])), True)
@@ -91,9 +95,13 @@ def runs(entries: list[dict[str, Any]]) -> list[Any]:
         e = entries[i]
         if e["type"] == "window":
             j = i
-            while j < len(entries) and entries[j]["type"] == "window" and entries[j]["end"] == e["end"]:
+            while (
+                j < len(entries)
+                and entries[j]["type"] == "window"
+                and entries[j]["end"] == e["end"]
+            ):
                 j += 1
-            out.append(sorted((repr(sorted(x.items())) for x in entries[i:j])))
+            out.append(sorted(repr(sorted(x.items())) for x in entries[i:j]))
             i = j
         else:
             out.append(e)
@@ -123,20 +131,30 @@ class Recorder:
             step = row["trigger_time"]
             want_pos = self.total if step == -1 else self.position[step]
             if row["trigger_position"] != want_pos:
-                self.bad_positions.append(f"step {step}: trigger_position {row['trigger_position']}")
+                self.bad_positions.append(
+                    f"step {step}: trigger_position {row['trigger_position']}"
+                )
             timing = "late" if step != -1 and "wm" not in self.items[step] else "on_time"
             if row["timing"] != timing:
                 self.bad_positions.append(f"step {step}: timing {row['timing']}")
-            self.steps[step].append({
-                "type": "window", "key": row["key"], "start": row["window_start"],
-                "end": row["window_end"], "count": row["count"], "sum": row["sum_value"],
-                "watermark": row["watermark"],
-            })
+            self.steps[step].append(
+                {
+                    "type": "window",
+                    "key": row["key"],
+                    "start": row["window_start"],
+                    "end": row["window_end"],
+                    "count": row["count"],
+                    "sum": row["sum_value"],
+                    "watermark": row["watermark"],
+                }
+            )
         for row in out.late.to_pylist():
             self.steps[row["step"]].append(
-                {"type": "late", "key": row["key"], "ts": row["ts"], "value": row["value"]})
+                {"type": "late", "key": row["key"], "ts": row["ts"], "value": row["value"]}
+            )
         assert out.dropped.num_rows == 0 or set(out.dropped.column("reason").to_pylist()) == {
-            "no_window"}
+            "no_window"
+        }
 
     def watermarks(self) -> None:
         last = -(2**63)
@@ -149,12 +167,14 @@ class Recorder:
 
 
 def record_batch(items: list[tuple[int, dict[str, Any]]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict({
-        "key": pa.array([it["key"] for _, it in items], pa.string()),
-        "ts": pa.array([it["ts"] for _, it in items], pa.int64()),
-        "value": pa.array([it["value"] for _, it in items], pa.int64()),
-        "step": pa.array([i for i, _ in items], pa.int64()),
-    })
+    return pa.RecordBatch.from_pydict(
+        {
+            "key": pa.array([it["key"] for _, it in items], pa.string()),
+            "ts": pa.array([it["ts"] for _, it in items], pa.int64()),
+            "value": pa.array([it["value"] for _, it in items], pa.int64()),
+            "step": pa.array([i for i, _ in items], pa.int64()),
+        }
+    )
 
 
 @pytest.mark.parametrize("mode", ["one_call", "per_item"])
@@ -163,18 +183,27 @@ def test_windows_vector(case: Case, mode: str) -> None:
     s, exp = case.scenario, case.expected
     items: list[dict[str, Any]] = s["items"]
     op = WindowOperator(
-        make_assigner(s), key="key", event_time="ts", aggs=["count", ("sum", "value")],
-        allowed_lateness=s["allowed_lateness_ms"], arrival="step",
+        make_assigner(s),
+        key="key",
+        event_time="ts",
+        aggs=["count", ("sum", "value")],
+        allowed_lateness=s["allowed_lateness_ms"],
+        arrival="step",
     )
     rec = Recorder(items)
     if mode == "one_call":
         records = [(i, it) for i, it in enumerate(items) if "wm" not in it]
         marks = [(i, it) for i, it in enumerate(items) if "wm" in it]
-        rec.add(op.process(record_batch(records), {
-            "position": [rec.position[i] for i, _ in marks],
-            "watermark": [it["wm"] for _, it in marks],
-            "time": [i for i, _ in marks],
-        }))
+        rec.add(
+            op.process(
+                record_batch(records),
+                {
+                    "position": [rec.position[i] for i, _ in marks],
+                    "watermark": [it["wm"] for _, it in marks],
+                    "time": [i for i, _ in marks],
+                },
+            )
+        )
     else:
         for i, it in enumerate(items):
             if "wm" in it:

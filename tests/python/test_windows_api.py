@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import floodmark
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-import floodmark
 from floodmark.exceptions import (
     InvalidInputError,
     InvalidParameterError,
@@ -65,7 +64,12 @@ def test_timedelta_parameters_checked_at_first_use() -> None:
 
 
 def test_assign_helpers() -> None:
-    assert SlidingEventTimeWindows.of(10, 3).assign_windows(0) == [(0, 10), (-3, 7), (-6, 4), (-9, 1)]
+    assert SlidingEventTimeWindows.of(10, 3).assign_windows(0) == [
+        (0, 10),
+        (-3, 7),
+        (-6, 4),
+        (-9, 1),
+    ]
     assert EventTimeSessionWindows.with_gap(5).assign_windows(MIN) == [(MIN, MIN + 5)]
     with pytest.raises(InvalidInputError):
         TumblingEventTimeWindows.of(10).assign_windows(MIN)
@@ -120,16 +124,26 @@ def test_missing_or_bad_columns_named() -> None:
 
 
 def test_multiple_string_and_int_keys_with_nulls_and_all_aggregates() -> None:
-    aggs: list[Any] = ["count", ("sum", "x"), ("min", "x"), ("max", "x"), ("mean", "x"),
-                       ("first", "x"), ("last", "x"), ("sum", "n")]
+    aggs: list[Any] = [
+        "count",
+        ("sum", "x"),
+        ("min", "x"),
+        ("max", "x"),
+        ("mean", "x"),
+        ("first", "x"),
+        ("last", "x"),
+        ("sum", "n"),
+    ]
     op = WindowOperator(TumblingEventTimeWindows.of(10), key=["s", "i"], event_time="ts", aggs=aggs)
-    b = pa.RecordBatch.from_pydict({
-        "s": pa.array(["a", "a", None, "a", "a"], pa.large_string()),
-        "i": pa.array([1, 1, 1, 2, 1], pa.int32()),
-        "ts": pa.array([5, 3, 4, 1, 9], pa.int64()),
-        "x": pa.array([1.5, None, 2.0, 4.0, -1.0], pa.float64()),
-        "n": pa.array([1, 2, 3, 4, None], pa.int64()),
-    })
+    b = pa.RecordBatch.from_pydict(
+        {
+            "s": pa.array(["a", "a", None, "a", "a"], pa.large_string()),
+            "i": pa.array([1, 1, 1, 2, 1], pa.int32()),
+            "ts": pa.array([5, 3, 4, 1, 9], pa.int64()),
+            "x": pa.array([1.5, None, 2.0, 4.0, -1.0], pa.float64()),
+            "n": pa.array([1, 2, 3, 4, None], pa.int64()),
+        }
+    )
     out = op.process(b).results
     assert out.num_rows == 0
     res = op.finish().results
@@ -147,19 +161,50 @@ def test_multiple_string_and_int_keys_with_nulls_and_all_aggregates() -> None:
 
 
 def test_late_dropped_outputs_keep_input_columns() -> None:
-    op = WindowOperator(SlidingEventTimeWindows.of(5, 10), key="k", event_time="ts",
-                        aggs=[("sum", "v")], arrival="at")
-    b = batch(k=[1, 1, 1, 1], ts=[6, None, 3, 7], v=[1, 2, 3, 4], at=[100, 101, 102, 103],
-              extra=["p", "q", "r", "s"])
+    op = WindowOperator(
+        SlidingEventTimeWindows.of(5, 10),
+        key="k",
+        event_time="ts",
+        aggs=[("sum", "v")],
+        arrival="at",
+    )
+    b = batch(
+        k=[1, 1, 1, 1],
+        ts=[6, None, 3, 7],
+        v=[1, 2, 3, 4],
+        at=[100, 101, 102, 103],
+        extra=["p", "q", "r", "s"],
+    )
     out = op.process(b, {"position": [3], "watermark": [20], "time": [555]})
     assert out.dropped.to_pydict() == {
-        "k": [1, 1], "ts": [6, None], "v": [1, 2], "at": [100, 101], "extra": ["p", "q"],
-        "reason": ["no_window", "null_event_time"]}
-    assert out.late.to_pydict() == {"k": [1], "ts": [7], "v": [4], "at": [103],
-                                    "extra": ["s"], "watermark": [20]}
+        "k": [1, 1],
+        "ts": [6, None],
+        "v": [1, 2],
+        "at": [100, 101],
+        "extra": ["p", "q"],
+        "reason": ["no_window", "null_event_time"],
+    }
+    assert out.late.to_pydict() == {
+        "k": [1],
+        "ts": [7],
+        "v": [4],
+        "at": [103],
+        "extra": ["s"],
+        "watermark": [20],
+    }
     r = out.results.to_pylist()
-    assert r == [{"k": 1, "window_start": 0, "window_end": 5, "sum_v": 3, "watermark": 20,
-                  "timing": "on_time", "trigger_position": 3, "trigger_time": 555}]
+    assert r == [
+        {
+            "k": 1,
+            "window_start": 0,
+            "window_end": 5,
+            "sum_v": 3,
+            "watermark": 20,
+            "timing": "on_time",
+            "trigger_position": 3,
+            "trigger_time": 555,
+        }
+    ]
     empty = op.finish()
     assert empty.results.num_rows == 0
     assert empty.late.schema.names == [*b.schema.names, "watermark"]
@@ -167,15 +212,23 @@ def test_late_dropped_outputs_keep_input_columns() -> None:
 
 
 def test_table_pandas_timestamps_and_watermark_batch() -> None:
-    op = WindowOperator(EventTimeSessionWindows.with_gap(timedelta(seconds=5)), key="user",
-                        event_time="t", unit="ms", allowed_lateness=timedelta(seconds=1))
-    df = pd.DataFrame({
-        "user": ["u", "u", "v"],
-        "t": pd.to_datetime([1_000, 4_000, 2_000], unit="ms"),
-    })
+    op = WindowOperator(
+        EventTimeSessionWindows.with_gap(timedelta(seconds=5)),
+        key="user",
+        event_time="t",
+        unit="ms",
+        allowed_lateness=timedelta(seconds=1),
+    )
+    df = pd.DataFrame(
+        {
+            "user": ["u", "u", "v"],
+            "t": pd.to_datetime([1_000, 4_000, 2_000], unit="ms"),
+        }
+    )
     out = op.process(df, pa.record_batch({"position": [3], "watermark": [20_000]}))
-    got = sorted((r["user"], r["window_start"], r["window_end"], r["count"])
-                 for r in out.results.to_pylist())
+    got = sorted(
+        (r["user"], r["window_start"], r["window_end"], r["count"]) for r in out.results.to_pylist()
+    )
     assert got == [("u", 1_000, 9_000, 2), ("v", 2_000, 7_000, 1)]
     assert op.watermark == 20_000
     table = pa.table({"user": ["u"], "t": pa.array([19_500], pa.int64())})

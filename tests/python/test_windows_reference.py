@@ -10,22 +10,29 @@ dropped (``no_window``). Sessions merge with every live window they touch.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from floodmark.windows import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
     WindowOperator,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-AGGS: list[Any] = ["count", ("sum", "v"), ("min", "v"), ("max", "v"), ("mean", "v"),
-                   ("first", "v"), ("last", "v")]
+AGGS: list[Any] = [
+    "count",
+    ("sum", "v"),
+    ("min", "v"),
+    ("max", "v"),
+    ("mean", "v"),
+    ("first", "v"),
+    ("last", "v"),
+]
 
 
 @dataclass
@@ -36,8 +43,16 @@ class Win:
 
 
 class Reference:
-    def __init__(self, kind: str, size: int, slide: int, offset: int, gap: int, lateness: int,
-                 records: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        kind: str,
+        size: int,
+        slide: int,
+        offset: int,
+        gap: int,
+        lateness: int,
+        records: list[dict[str, Any]],
+    ) -> None:
         self.kind, self.size, self.slide, self.offset, self.gap = kind, size, slide, offset, gap
         self.L = lateness
         self.records = records
@@ -68,16 +83,23 @@ class Reference:
         self.contributed.update(w.rows)
         vals = [(self.records[r]["ts"], r, self.records[r]["v"]) for r in w.rows]
         nn = [x for x in vals if x[2] is not None]
-        self.results.append({
-            "k": key, "window_start": w.start, "window_end": w.end, "count": len(w.rows),
-            "sum_v": sum(x[2] for x in nn) if nn else None,
-            "min_v": min(x[2] for x in nn) if nn else None,
-            "max_v": max(x[2] for x in nn) if nn else None,
-            "mean_v": sum(x[2] for x in nn) / len(nn) if nn else None,
-            "first_v": min(nn)[2] if nn else None,
-            "last_v": max(nn)[2] if nn else None,
-            "watermark": self.wm, "timing": timing, "trigger_position": position,
-        })
+        self.results.append(
+            {
+                "k": key,
+                "window_start": w.start,
+                "window_end": w.end,
+                "count": len(w.rows),
+                "sum_v": sum(x[2] for x in nn) if nn else None,
+                "min_v": min(x[2] for x in nn) if nn else None,
+                "max_v": max(x[2] for x in nn) if nn else None,
+                "mean_v": sum(x[2] for x in nn) / len(nn) if nn else None,
+                "first_v": min(nn)[2] if nn else None,
+                "last_v": max(nn)[2] if nn else None,
+                "watermark": self.wm,
+                "timing": timing,
+                "trigger_position": position,
+            }
+        )
 
     def record(self, rid: int) -> None:
         rec = self.records[rid]
@@ -123,8 +145,12 @@ class Reference:
         if wm <= self.wm:
             return
         old, self.wm = self.wm, wm
-        due = [(w.end, self.key_order[k], k, w) for k, ws in self.windows.items() for w in ws
-               if old < w.end - 1 <= wm]
+        due = [
+            (w.end, self.key_order[k], k, w)
+            for k, ws in self.windows.items()
+            for w in ws
+            if old < w.end - 1 <= wm
+        ]
         for _, _, k, w in sorted(due, key=lambda x: (x[0], x[1])):
             self.fire(k, w, "on_time", self.n)
         for ws in self.windows.values():
@@ -133,20 +159,32 @@ class Reference:
 
 assigners = st.one_of(
     st.tuples(st.just("tumbling"), st.integers(1, 10)).flatmap(
-        lambda t: st.tuples(st.just(t[0]), st.just(t[1]), st.just(0),
-                            st.integers(-t[1] + 1, t[1] - 1), st.just(0))),
+        lambda t: st.tuples(
+            st.just(t[0]), st.just(t[1]), st.just(0), st.integers(-t[1] + 1, t[1] - 1), st.just(0)
+        )
+    ),
     st.tuples(st.integers(1, 12), st.integers(1, 6)).flatmap(
-        lambda t: st.tuples(st.just("sliding"), st.just(t[0]), st.just(t[1]),
-                            st.integers(-t[1] + 1, t[1] - 1), st.just(0))),
+        lambda t: st.tuples(
+            st.just("sliding"),
+            st.just(t[0]),
+            st.just(t[1]),
+            st.integers(-t[1] + 1, t[1] - 1),
+            st.just(0),
+        )
+    ),
     st.tuples(st.just("session"), st.just(0), st.just(0), st.just(0), st.integers(1, 6)),
 )
-records_st = st.fixed_dictionaries({
-    "k": st.sampled_from(["a", "b", None]),
-    "ts": st.one_of(st.integers(-5, 30), st.integers(-5, 30), st.just(None)),
-    "v": st.one_of(st.integers(-50, 50), st.integers(-50, 50), st.just(None)),
-})
+records_st = st.fixed_dictionaries(
+    {
+        "k": st.sampled_from(["a", "b", None]),
+        "ts": st.one_of(st.integers(-5, 30), st.integers(-5, 30), st.just(None)),
+        "v": st.one_of(st.integers(-50, 50), st.integers(-50, 50), st.just(None)),
+    }
+)
 items = st.lists(
-    st.one_of(records_st, records_st, records_st, st.fixed_dictionaries({"wm": st.integers(-5, 40)})),
+    st.one_of(
+        records_st, records_st, records_st, st.fixed_dictionaries({"wm": st.integers(-5, 40)})
+    ),
     min_size=1,
     max_size=80,
 )
@@ -164,15 +202,20 @@ def make_operator(params: tuple[str, int, int, int, int], lateness: int) -> Wind
     return WindowOperator(window, key="k", event_time="ts", aggs=AGGS, allowed_lateness=lateness)
 
 
-def run(params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int],
-        snapshot_at: int | None) -> tuple[list[Any], list[Any], list[Any]]:
+def run(
+    params: Any,
+    lateness: int,
+    stream: list[dict[str, Any]],
+    cuts: list[int],
+    snapshot_at: int | None,
+) -> tuple[list[Any], list[Any], list[Any]]:
     """Feeds `stream` in batches split at `cuts`; snapshot/restore at cut `snapshot_at`."""
     op = make_operator(params, lateness)
     results: list[Any] = []
     late: list[Any] = []
     dropped: list[Any] = []
     bounds = [0, *sorted(set(cuts)), len(stream)]
-    for b, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         if snapshot_at is not None and b == snapshot_at:
             snap = op.snapshot()
             op = make_operator(params, lateness)
@@ -187,12 +230,14 @@ def run(params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int
                 marks.append(it["wm"])
             else:
                 n += 1
-        batch = pa.RecordBatch.from_pydict({
-            "k": pa.array([it["k"] for _, it in recs], pa.string()),
-            "ts": pa.array([it["ts"] for _, it in recs], pa.int64()),
-            "v": pa.array([it["v"] for _, it in recs], pa.int64()),
-            "rid": pa.array([it["rid"] for _, it in recs], pa.int64()),
-        })
+        batch = pa.RecordBatch.from_pydict(
+            {
+                "k": pa.array([it["k"] for _, it in recs], pa.string()),
+                "ts": pa.array([it["ts"] for _, it in recs], pa.int64()),
+                "v": pa.array([it["v"] for _, it in recs], pa.int64()),
+                "rid": pa.array([it["rid"] for _, it in recs], pa.int64()),
+            }
+        )
         out = op.process(batch, {"position": positions, "watermark": marks})
         results += out.results.drop_columns(["trigger_time"]).to_pylist()
         late += [(r["rid"], r["watermark"]) for r in out.late.to_pylist()]
@@ -202,10 +247,16 @@ def run(params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int
 
 
 @settings(max_examples=400, deadline=None)
-@given(params=assigners, lateness=st.sampled_from([0, 0, 1, 2, 5]), stream=items,
-       cuts=st.lists(st.integers(0, 80), max_size=4), snap=st.integers(0, 5))
-def test_operator_matches_reference(params: Any, lateness: int, stream: list[dict[str, Any]],
-                                    cuts: list[int], snap: int) -> None:
+@given(
+    params=assigners,
+    lateness=st.sampled_from([0, 0, 1, 2, 5]),
+    stream=items,
+    cuts=st.lists(st.integers(0, 80), max_size=4),
+    snap=st.integers(0, 5),
+)
+def test_operator_matches_reference(
+    params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int], snap: int
+) -> None:
     records = []
     for it in stream:
         if "wm" not in it:

@@ -22,10 +22,15 @@ pub(crate) fn results_batch(
     for (i, name) in op.config().key_names.iter().enumerate() {
         let stored = op.keys().values().map(|v| &v[i]);
         let col: ArrayRef = match (stored, key_types.get(i)) {
-            (Some(KeyValues::Int64(v)), _) => Arc::new(r.key.iter().map(|&k| v[k as usize]).collect::<Int64Array>()),
-            (Some(KeyValues::Utf8(v)), _) => {
-                Arc::new(r.key.iter().map(|&k| v[k as usize].as_deref()).collect::<StringArray>())
+            (Some(KeyValues::Int64(v)), _) => {
+                Arc::new(r.key.iter().map(|&k| v[k as usize]).collect::<Int64Array>())
             }
+            (Some(KeyValues::Utf8(v)), _) => Arc::new(
+                r.key
+                    .iter()
+                    .map(|&k| v[k as usize].as_deref())
+                    .collect::<StringArray>(),
+            ),
             (None, Some(DataType::Utf8)) => Arc::new(StringArray::from(Vec::<Option<&str>>::new())),
             (None, _) => Arc::new(Int64Array::from(Vec::<i64>::new())),
         };
@@ -36,8 +41,16 @@ pub(crate) fn results_batch(
         fields.push(Field::new(name, col.data_type().clone(), nullable));
         cols.push(col);
     };
-    push("window_start", Arc::new(Int64Array::from(r.start.clone())), false);
-    push("window_end", Arc::new(Int64Array::from(r.end.clone())), false);
+    push(
+        "window_start",
+        Arc::new(Int64Array::from(r.start.clone())),
+        false,
+    );
+    push(
+        "window_end",
+        Arc::new(Int64Array::from(r.end.clone())),
+        false,
+    );
     for ((col, name), ty) in r.aggs.iter().zip(agg_names).zip(op.agg_types()) {
         let arr: ArrayRef = match (col, ty) {
             (AggColumn::Int64(v), _) => Arc::new(Int64Array::from(v.clone())),
@@ -46,11 +59,27 @@ pub(crate) fn results_batch(
         let _: ValueType = ty;
         push(name, arr, true);
     }
-    push("watermark", Arc::new(Int64Array::from(r.watermark.clone())), false);
-    let timing: Vec<&str> = r.late.iter().map(|&l| if l { "late" } else { "on_time" }).collect();
+    push(
+        "watermark",
+        Arc::new(Int64Array::from(r.watermark.clone())),
+        false,
+    );
+    let timing: Vec<&str> = r
+        .late
+        .iter()
+        .map(|&l| if l { "late" } else { "on_time" })
+        .collect();
     push("timing", Arc::new(StringArray::from(timing)), false);
-    push("trigger_position", Arc::new(Int64Array::from(r.trigger_position.clone())), false);
-    push("trigger_time", Arc::new(Int64Array::from(r.trigger_time.clone())), true);
+    push(
+        "trigger_position",
+        Arc::new(Int64Array::from(r.trigger_position.clone())),
+        false,
+    );
+    push(
+        "trigger_time",
+        Arc::new(Int64Array::from(r.trigger_time.clone())),
+        true,
+    );
     RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
 }
 
@@ -61,7 +90,12 @@ pub(crate) fn indices(rows: &[usize]) -> ArrayRef {
 
 /// Drop reasons as a string array.
 pub(crate) fn reasons(out: &Output) -> ArrayRef {
-    Arc::new(out.dropped_reason.iter().map(|r| Some(r.as_str())).collect::<StringArray>())
+    Arc::new(
+        out.dropped_reason
+            .iter()
+            .map(|r| Some(r.as_str()))
+            .collect::<StringArray>(),
+    )
 }
 
 /// Late watermarks as an int64 array.

@@ -5,12 +5,21 @@ use pyo3::prelude::*;
 use crate::window::{merge_windows, window_start_with_offset, TimeWindow, WindowAssigner};
 
 /// Builds an assigner from its kind and parameters (unused ones ignored).
-pub(crate) fn build(kind: &str, size: i64, slide: i64, offset: i64, gap: i64) -> crate::Result<WindowAssigner> {
+pub(crate) fn build(
+    kind: &str,
+    size: i64,
+    slide: i64,
+    offset: i64,
+    gap: i64,
+) -> crate::Result<WindowAssigner> {
     match kind {
         "tumbling" => WindowAssigner::tumbling(size, offset),
         "sliding" => WindowAssigner::sliding(size, slide, offset),
         "session" => WindowAssigner::session(gap),
-        _ => Err(crate::Error::param("window", format!("unknown window kind {kind:?}"))),
+        _ => Err(crate::Error::param(
+            "window",
+            format!("unknown window kind {kind:?}"),
+        )),
     }
 }
 
@@ -23,7 +32,14 @@ fn window_check(kind: &str, size: i64, slide: i64, offset: i64, gap: i64) -> PyR
 
 /// The windows of a record at `timestamp`, in Flink's order.
 #[pyfunction]
-fn window_assign(kind: &str, size: i64, slide: i64, offset: i64, gap: i64, timestamp: i64) -> PyResult<Vec<(i64, i64)>> {
+fn window_assign(
+    kind: &str,
+    size: i64,
+    slide: i64,
+    offset: i64,
+    gap: i64,
+    timestamp: i64,
+) -> PyResult<Vec<(i64, i64)>> {
     let assigner = build(kind, size, slide, offset, gap)?;
     let mut out = Vec::new();
     assigner.assign_windows(timestamp, &mut out)?;
@@ -40,10 +56,18 @@ fn start_with_offset(timestamp: i64, offset: i64, size: i64) -> PyResult<i64> {
 #[pyfunction(name = "merge_windows")]
 #[allow(clippy::type_complexity)]
 fn merge(windows: Vec<(i64, i64)>) -> Vec<(Vec<(i64, i64)>, (i64, i64))> {
-    let ws: Vec<TimeWindow> = windows.into_iter().map(|(s, e)| TimeWindow::new(s, e)).collect();
+    let ws: Vec<TimeWindow> = windows
+        .into_iter()
+        .map(|(s, e)| TimeWindow::new(s, e))
+        .collect();
     merge_windows(&ws)
         .into_iter()
-        .map(|m| (m.from.iter().map(|w| (w.start, w.end)).collect(), (m.into.start, m.into.end)))
+        .map(|m| {
+            (
+                m.from.iter().map(|w| (w.start, w.end)).collect(),
+                (m.into.start, m.into.end),
+            )
+        })
         .collect()
 }
 

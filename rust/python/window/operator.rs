@@ -11,7 +11,7 @@ use super::arrow_in::{column, int64, key_col, validity, value_col};
 use super::arrow_out::{indices, late_watermarks, reasons, results_batch};
 use super::assign::build;
 use crate::error::Error;
-use crate::window::{AggFn, AggSpec, Advance, Batch, OperatorConfig, Output, WindowOperator};
+use crate::window::{Advance, AggFn, AggSpec, Batch, OperatorConfig, Output, WindowOperator};
 
 /// The native keyed event-time window operator.
 #[pyclass(module = "floodmark._core", name = "WindowOperator")]
@@ -22,7 +22,13 @@ pub struct PyWindowOperator {
     agg_names: Vec<String>,
 }
 
-type PyOutput<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+type PyOutput<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
 
 impl PyWindowOperator {
     fn to_python<'py>(&self, py: Python<'py>, out: &Output) -> PyResult<PyOutput<'py>> {
@@ -65,10 +71,26 @@ impl PyWindowOperator {
         let assigner = build(kind, size, slide, offset, gap)?;
         let specs = aggs
             .iter()
-            .map(|(f, c)| Ok(AggSpec { func: AggFn::parse(f)?, column: *c }))
+            .map(|(f, c)| {
+                Ok(AggSpec {
+                    func: AggFn::parse(f)?,
+                    column: *c,
+                })
+            })
             .collect::<crate::Result<Vec<_>>>()?;
-        let cfg = OperatorConfig { assigner, allowed_lateness, key_names, value_names, aggs: specs };
-        Ok(Self { op: WindowOperator::new(cfg)?, event_time, arrival, agg_names })
+        let cfg = OperatorConfig {
+            assigner,
+            allowed_lateness,
+            key_names,
+            value_names,
+            aggs: specs,
+        };
+        Ok(Self {
+            op: WindowOperator::new(cfg)?,
+            event_time,
+            arrival,
+            agg_names,
+        })
     }
 
     /// Processes a batch with positioned watermark advances; returns
@@ -83,34 +105,57 @@ impl PyWindowOperator {
         times: Vec<Option<i64>>,
     ) -> PyResult<PyOutput<'py>> {
         if positions.len() != watermarks.len() || times.len() != positions.len() {
-            return Err(Error::input("watermarks", "position, watermark and time must have equal lengths").into());
+            return Err(Error::input(
+                "watermarks",
+                "position, watermark and time must have equal lengths",
+            )
+            .into());
         }
         let mut advances = Vec::with_capacity(positions.len());
         for ((&p, &w), &t) in positions.iter().zip(&watermarks).zip(&times) {
-            let position = usize::try_from(p).map_err(|_| Error::input("position", format!("negative position {p}")))?;
-            advances.push(Advance { position, watermark: w, time: t });
+            let position = usize::try_from(p)
+                .map_err(|_| Error::input("position", format!("negative position {p}")))?;
+            advances.push(Advance {
+                position,
+                watermark: w,
+                time: t,
+            });
         }
         let rb: RecordBatch = batch.into_inner();
         let cfg = self.op.config().clone();
-        let key_arrays = cfg.key_names.iter().map(|n| column(&rb, n)).collect::<crate::Result<Vec<_>>>()?;
-        let value_arrays = cfg.value_names.iter().map(|n| column(&rb, n)).collect::<crate::Result<Vec<_>>>()?;
+        let key_arrays = cfg
+            .key_names
+            .iter()
+            .map(|n| column(&rb, n))
+            .collect::<crate::Result<Vec<_>>>()?;
+        let value_arrays = cfg
+            .value_names
+            .iter()
+            .map(|n| column(&rb, n))
+            .collect::<crate::Result<Vec<_>>>()?;
         let ts_array = column(&rb, &self.event_time)?;
-        let arrival_array = self.arrival.as_deref().map(|n| column(&rb, n)).transpose()?;
+        let arrival_array = self
+            .arrival
+            .as_deref()
+            .map(|n| column(&rb, n))
+            .transpose()?;
         let key_masks: Vec<_> = key_arrays.iter().map(|a| validity(a.as_ref())).collect();
         let value_masks: Vec<_> = value_arrays.iter().map(|a| validity(a.as_ref())).collect();
         let ts_mask = validity(ts_array.as_ref());
-        let arrival_mask = arrival_array.map(|a| validity(a.as_ref())).unwrap_or_default();
+        let arrival_mask = arrival_array
+            .map(|a| validity(a.as_ref()))
+            .unwrap_or_default();
         let keys = key_arrays
             .iter()
             .zip(&cfg.key_names)
             .zip(&key_masks)
-            .map(|((a, n), m)| key_col(a, n, m))
+            .map(|((a, n), m)| key_col(a, n, m.as_deref()))
             .collect::<crate::Result<Vec<_>>>()?;
         let values = value_arrays
             .iter()
             .zip(&cfg.value_names)
             .zip(&value_masks)
-            .map(|((a, n), m)| value_col(a, n, m))
+            .map(|((a, n), m)| value_col(a, n, m.as_deref()))
             .collect::<crate::Result<Vec<_>>>()?;
         let event_time = int64(ts_array, &self.event_time)?;
         let arrival = match (arrival_array, &self.arrival) {
@@ -132,7 +177,12 @@ impl PyWindowOperator {
 
     /// A watermark advance after everything processed so far.
     #[pyo3(signature = (watermark, time=None))]
-    fn advance<'py>(&mut self, py: Python<'py>, watermark: i64, time: Option<i64>) -> PyResult<PyOutput<'py>> {
+    fn advance<'py>(
+        &mut self,
+        py: Python<'py>,
+        watermark: i64,
+        time: Option<i64>,
+    ) -> PyResult<PyOutput<'py>> {
         let op = &mut self.op;
         let out = py.detach(|| op.advance(watermark, time));
         self.to_python(py, &out)
