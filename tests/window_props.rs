@@ -71,7 +71,7 @@ fn append(flat: &mut Flat, out: &Output, base: i64) {
     let AggColumn::Int64(count) = &r.aggs[0] else {
         unreachable!()
     };
-    for i in 0..r.len() {
+    for (i, c) in count.iter().enumerate() {
         flat.0.push((
             i64::from(r.key[i]),
             r.start[i],
@@ -79,7 +79,7 @@ fn append(flat: &mut Flat, out: &Output, base: i64) {
             r.watermark[i],
             r.late[i],
             r.trigger_position[i],
-            count[i].unwrap(),
+            c.unwrap(),
         ));
     }
     flat.1.extend(
