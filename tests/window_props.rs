@@ -22,6 +22,8 @@ fn assigner() -> impl Strategy<Value = WindowAssigner> {
             .prop_flat_map(|(s, sl)| (Just(s), Just(sl), -sl + 1..sl))
             .prop_map(|(s, sl, o)| WindowAssigner::sliding(s, sl, o).unwrap()),
         (1i64..8).prop_map(|g| WindowAssigner::session(g).unwrap()),
+        // more than 16 live windows per key: the hash-map lookup path
+        (17i64..40).prop_map(|s| WindowAssigner::sliding(s, 1, 0).unwrap()),
     ]
 }
 

@@ -64,11 +64,46 @@ pub struct Batch<'a> {
     pub arrival_valid: Option<&'a [bool]>,
 }
 
-#[derive(Clone, Debug)]
+/// Lists of live windows up to this length are searched linearly; longer ones go
+/// through the hash map.
+const SCAN_LIMIT: usize = 16;
+
+/// One live `(key, window)`: its pending timers (at most two distinct times exist for
+/// a window: `max_timestamp` and the cleanup time).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
     pub key: u32,
     pub window: TimeWindow,
-    pub timers: Vec<Ticks>,
+    pub timers: [Ticks; 2],
+    pub n_timers: u8,
+}
+
+impl Slot {
+    pub(crate) fn timers(&self) -> &[Ticks] {
+        &self.timers[..usize::from(self.n_timers)]
+    }
+
+    /// Adds a timer; `false` if it was already pending.
+    pub(crate) fn add_timer(&mut self, ts: Ticks) -> bool {
+        if self.timers().contains(&ts) || self.n_timers >= 2 {
+            return false;
+        }
+        self.timers[usize::from(self.n_timers)] = ts;
+        self.n_timers += 1;
+        true
+    }
+
+    /// Removes a pending timer; `false` if it was not pending.
+    fn take_timer(&mut self, ts: Ticks) -> bool {
+        match self.timers().iter().position(|&t| t == ts) {
+            Some(i) => {
+                self.timers.swap(i, usize::from(self.n_timers) - 1);
+                self.n_timers -= 1;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The keyed event-time window operator.
@@ -83,7 +118,7 @@ pub struct WindowOperator {
     pub(crate) cells: Vec<Cell>,
     pub(crate) free: Vec<u32>,
     pub(crate) live: FxHashMap<(u32, Ticks, Ticks), u32>,
-    pub(crate) sessions: FxHashMap<u32, Vec<TimeWindow>>,
+    pub(crate) by_key: Vec<Vec<(TimeWindow, u32)>>,
     pub(crate) timers: BinaryHeap<Reverse<(Ticks, u32, Ticks, Ticks)>>,
     scratch: Vec<TimeWindow>,
     ids: Vec<u32>,
@@ -132,7 +167,7 @@ impl WindowOperator {
             cells: Vec::new(),
             free: Vec::new(),
             live: FxHashMap::default(),
-            sessions: FxHashMap::default(),
+            by_key: Vec::new(),
             timers: BinaryHeap::new(),
             scratch: Vec::new(),
             ids: Vec::new(),
@@ -358,14 +393,12 @@ impl WindowOperator {
         trigger: Trigger,
         out: &mut Output,
     ) {
-        let Some(&slot) = self.live.get(&(key, window.start, window.end)) else {
+        let Some(slot) = self.find(key, window) else {
             return;
         };
-        let timers = &mut self.slots[slot as usize].timers;
-        let Some(i) = timers.iter().position(|&t| t == ts) else {
+        if !self.slots[slot as usize].take_timer(ts) {
             return;
-        };
-        timers.swap_remove(i);
+        }
         if ts == window.max_timestamp() {
             self.emit(slot, false, trigger, out);
         }
@@ -391,8 +424,7 @@ impl WindowOperator {
 
     fn register_timer(&mut self, slot: u32, ts: Ticks) {
         let s = &mut self.slots[slot as usize];
-        if !s.timers.contains(&ts) {
-            s.timers.push(ts);
+        if s.add_timer(ts) {
             self.timers
                 .push(Reverse((ts, s.key, s.window.start, s.window.end)));
         }
@@ -403,7 +435,8 @@ impl WindowOperator {
         let slot = Slot {
             key,
             window,
-            timers: Vec::new(),
+            timers: [0; 2],
+            n_timers: 0,
         };
         let id = if let Some(id) = self.free.pop() {
             self.slots[id as usize] = slot;
@@ -416,26 +449,37 @@ impl WindowOperator {
             (self.slots.len() - 1) as u32
         };
         self.live.insert((key, window.start, window.end), id);
-        if self.cfg.assigner.is_merging() {
-            self.sessions.entry(key).or_default().push(window);
+        if self.by_key.len() <= key as usize {
+            self.by_key.resize_with(key as usize + 1, Vec::new);
         }
+        self.by_key[key as usize].push((window, id));
         id
     }
 
     fn free_slot(&mut self, slot: u32) {
         let s = &mut self.slots[slot as usize];
-        s.timers.clear();
+        s.n_timers = 0;
         let (key, window) = (s.key, s.window);
         self.live.remove(&(key, window.start, window.end));
-        if self.cfg.assigner.is_merging() {
-            if let Some(list) = self.sessions.get_mut(&key) {
-                list.retain(|w| *w != window);
-                if list.is_empty() {
-                    self.sessions.remove(&key);
-                }
-            }
+        let list = &mut self.by_key[key as usize];
+        if let Some(i) = list.iter().position(|&(_, id)| id == slot) {
+            list.swap_remove(i);
+        }
+        if list.is_empty() && list.capacity() > 8 {
+            *list = Vec::new();
         }
         self.free.push(slot);
+    }
+
+    /// The slot of the live window `window` of `key`, if any.
+    #[inline]
+    fn find(&self, key: u32, window: TimeWindow) -> Option<u32> {
+        let list = self.by_key.get(key as usize)?;
+        if list.len() <= SCAN_LIMIT {
+            list.iter().find(|(w, _)| *w == window).map(|&(_, id)| id)
+        } else {
+            self.live.get(&(key, window.start, window.end)).copied()
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -497,8 +541,8 @@ impl WindowOperator {
         if cleanup <= self.watermark {
             return false;
         }
-        let slot = match self.live.get(&(key, window.start, window.end)) {
-            Some(&s) => s,
+        let slot = match self.find(key, window) {
+            Some(s) => s,
             None => self.alloc_slot(key, window),
         };
         let stride = self.stride();
@@ -527,10 +571,20 @@ impl WindowOperator {
     /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
     /// the key's live windows with it and returns the window the record goes to.
     fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
-        let Some(list) = self.sessions.get(&key) else {
+        let Some(list) = self.by_key.get(key as usize) else {
             return new;
         };
-        let mut all = list.clone();
+        // Fast path: live windows of a key never touch each other, so unless the new
+        // window touches two of them or extends one, nothing merges.
+        if new.start < new.end {
+            let mut touching = list.iter().filter(|(w, _)| w.intersects(&new));
+            match (touching.next(), touching.next()) {
+                (None, _) => return new,
+                (Some(&(w, _)), None) if w.start <= new.start && w.end >= new.end => return w,
+                _ => {}
+            }
+        }
+        let mut all: Vec<TimeWindow> = list.iter().map(|&(w, _)| w).collect();
         all.push(new);
         let mut result = new;
         for merge in merge_windows(&all) {
@@ -548,7 +602,7 @@ impl WindowOperator {
             let types = self.value_types.clone().unwrap_or_default();
             let mut acc = vec![Cell::default(); stride];
             for w in &merged {
-                if let Some(&s) = self.live.get(&(key, w.start, w.end)) {
+                if let Some(s) = self.find(key, *w) {
                     let from = &self.cells[s as usize * stride..(s as usize + 1) * stride];
                     merge_cells(&mut acc, from, &self.cfg.aggs, &types);
                     self.free_slot(s);

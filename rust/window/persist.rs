@@ -112,7 +112,7 @@ impl WindowOperator {
         w.u64(live.len() as u64);
         for (&(key, start, end), &slot) in live {
             w.u64(u64::from(key)).i64(start).i64(end);
-            let timers = &self.slots[slot as usize].timers;
+            let timers = self.slots[slot as usize].timers();
             w.u64(timers.len() as u64);
             for &t in timers {
                 w.i64(t);
@@ -161,7 +161,9 @@ impl WindowOperator {
             let nt = r.len(8)?;
             for _ in 0..nt {
                 let t = r.i64()?;
-                fresh.slots[slot as usize].timers.push(t);
+                if !fresh.slots[slot as usize].add_timer(t) {
+                    return Err(Error::Snapshot("bad window timers".into()));
+                }
                 fresh
                     .timers
                     .push(Reverse((t, key as u32, window.start, window.end)));
