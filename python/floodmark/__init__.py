@@ -1,4 +1,13 @@
-"""floodmark: Apache Flink's event-time semantics for PySpark, exactly."""
+"""floodmark: Apache Flink's event-time semantics for PySpark, exactly.
+
+The engine is Rust (``floodmark._core``); this package is its Python face:
+
+* watermarks: :class:`WatermarkStrategy`, :func:`drive`, :func:`combine`,
+  :class:`Valve`, :class:`Multiplexer`;
+* windows: :class:`TumblingEventTimeWindows`, :class:`SlidingEventTimeWindows`,
+  :class:`EventTimeSessionWindows`, :class:`WindowOperator`;
+* Spark: :mod:`floodmark.spark` (imported on demand, needs ``pyspark``).
+"""
 
 from floodmark import exceptions
 from floodmark._core import __version__
@@ -12,16 +21,28 @@ from floodmark.watermarks import (
     combine,
     drive,
 )
+from floodmark.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowOperator,
+    WindowOutput,
+)
 
 __all__ = [
     "DriveResult",
     "Emission",
+    "EventTimeSessionWindows",
     "ListenerEvent",
     "Multiplexer",
     "MultiplexerResult",
+    "SlidingEventTimeWindows",
+    "TumblingEventTimeWindows",
     "Valve",
     "WatermarkGenerator",
     "WatermarkStrategy",
+    "WindowOperator",
+    "WindowOutput",
     "__version__",
     "combine",
     "drive",

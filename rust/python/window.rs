@@ -1,5 +1,0 @@
-use pyo3::prelude::*;
-
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
-    Ok(())
-}

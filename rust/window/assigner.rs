@@ -1,0 +1,314 @@
+//! Window assigners, exactly as Flink 2.3.0's `TumblingEventTimeWindows`,
+//! `SlidingEventTimeWindows`, `EventTimeSessionWindows` and `TimeWindow`.
+//!
+//! All arithmetic is Java `long` arithmetic: it wraps on overflow where Flink wraps.
+
+use crate::error::{Error, Result};
+use crate::time::{Ticks, MIN_TICKS};
+
+/// Flink's cap on the number of windows one sliding assigner may produce per record.
+pub const MAX_SLIDING_WINDOWS: i64 = 10_000_000;
+
+/// A half-open event-time window `[start, end)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimeWindow {
+    /// First tick inside the window.
+    pub start: Ticks,
+    /// First tick after the window.
+    pub end: Ticks,
+}
+
+impl TimeWindow {
+    /// The window `[start, end)`.
+    pub fn new(start: Ticks, end: Ticks) -> Self {
+        Self { start, end }
+    }
+
+    /// The largest timestamp inside the window, `end - 1` (wrapping, as in Java).
+    pub fn max_timestamp(&self) -> Ticks {
+        self.end.wrapping_sub(1)
+    }
+
+    /// Flink's `TimeWindow.intersects`: touching windows intersect.
+    pub fn intersects(&self, other: &Self) -> bool {
+        self.start <= other.end && self.end >= other.start
+    }
+
+    /// The smallest window covering both.
+    #[must_use]
+    pub fn cover(&self, other: &Self) -> Self {
+        Self::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// Flink's `TimeWindow.getWindowStartWithOffset`: `ts` floored to the grid
+/// `offset + k * size`, with Java remainder (truncating toward zero) and wrapping.
+pub fn window_start_with_offset(timestamp: Ticks, offset: Ticks, size: Ticks) -> Result<Ticks> {
+    if size == 0 {
+        return Err(Error::param("size", "must not be zero (division by zero)"));
+    }
+    let remainder = timestamp.wrapping_sub(offset).wrapping_rem(size);
+    Ok(if remainder < 0 {
+        timestamp.wrapping_sub(remainder.wrapping_add(size))
+    } else {
+        timestamp.wrapping_sub(remainder)
+    })
+}
+
+/// Which windows a record belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowAssigner {
+    /// `TumblingEventTimeWindows.of(size, offset)`.
+    Tumbling {
+        /// Window length.
+        size: Ticks,
+        /// Grid offset, `|offset| < size`.
+        offset: Ticks,
+    },
+    /// `SlidingEventTimeWindows.of(size, slide, offset)`.
+    Sliding {
+        /// Window length.
+        size: Ticks,
+        /// Distance between window starts.
+        slide: Ticks,
+        /// Grid offset, `|offset| < slide`.
+        offset: Ticks,
+    },
+    /// `EventTimeSessionWindows.withGap(gap)`.
+    Session {
+        /// Inactivity gap.
+        gap: Ticks,
+    },
+}
+
+impl WindowAssigner {
+    /// A tumbling assigner; fails unless `|offset| < size` (Java `Math.abs`, which keeps
+    /// `MIN` negative).
+    pub fn tumbling(size: Ticks, offset: Ticks) -> Result<Self> {
+        if offset.wrapping_abs() >= size {
+            return Err(Error::param(
+                if size <= 0 { "size" } else { "offset" },
+                format!("tumbling windows must satisfy abs(offset) < size (size={size}, offset={offset})"),
+            ));
+        }
+        if size == 0 {
+            return Err(Error::param("size", "must be positive"));
+        }
+        Ok(Self::Tumbling { size, offset })
+    }
+
+    /// A sliding assigner; fails unless `|offset| < slide`, `size > 0` and
+    /// `size / slide <= 10_000_000`.
+    pub fn sliding(size: Ticks, slide: Ticks, offset: Ticks) -> Result<Self> {
+        if size <= 0 {
+            return Err(Error::param(
+                "size",
+                format!("sliding windows need size > 0 (size={size})"),
+            ));
+        }
+        if offset.wrapping_abs() >= slide || slide == 0 {
+            return Err(Error::param(
+                if slide <= 0 { "slide" } else { "offset" },
+                format!("sliding windows must satisfy abs(offset) < slide (slide={slide}, offset={offset})"),
+            ));
+        }
+        if size.wrapping_div(slide) > MAX_SLIDING_WINDOWS {
+            return Err(Error::param(
+                "slide",
+                format!("sliding windows must satisfy size / slide <= {MAX_SLIDING_WINDOWS}"),
+            ));
+        }
+        Ok(Self::Sliding {
+            size,
+            slide,
+            offset,
+        })
+    }
+
+    /// A session assigner; fails unless `gap > 0`.
+    pub fn session(gap: Ticks) -> Result<Self> {
+        if gap <= 0 {
+            return Err(Error::param(
+                "gap",
+                format!("session gap must be > 0 (gap={gap})"),
+            ));
+        }
+        Ok(Self::Session { gap })
+    }
+
+    /// Whether windows of this assigner merge (sessions).
+    pub fn is_merging(&self) -> bool {
+        matches!(self, Self::Session { .. })
+    }
+
+    /// Appends the windows of a record at `timestamp` to `out`, in Flink's order
+    /// (sliding: descending start). Tumbling and sliding reject `MIN` as Flink does
+    /// (`RuntimeException`), reported as [`Error::InvalidInput`] on `event_time`.
+    pub fn assign_windows(&self, timestamp: Ticks, out: &mut Vec<TimeWindow>) -> Result<()> {
+        match *self {
+            Self::Tumbling { size, offset } => {
+                check_not_min(timestamp)?;
+                let start = window_start_with_offset(timestamp, offset.wrapping_rem(size), size)?;
+                out.push(TimeWindow::new(start, start.wrapping_add(size)));
+            }
+            Self::Sliding {
+                size,
+                slide,
+                offset,
+            } => {
+                check_not_min(timestamp)?;
+                let last = window_start_with_offset(timestamp, offset, slide)?;
+                let lower = timestamp.wrapping_sub(size);
+                let mut start = last;
+                while start > lower {
+                    out.push(TimeWindow::new(start, start.wrapping_add(size)));
+                    // Java would wrap past MIN and loop (almost) forever; stop instead.
+                    match start.checked_sub(slide) {
+                        Some(s) => start = s,
+                        None => break,
+                    }
+                }
+            }
+            Self::Session { gap } => {
+                out.push(TimeWindow::new(timestamp, timestamp.wrapping_add(gap)));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_not_min(timestamp: Ticks) -> Result<()> {
+    if timestamp == MIN_TICKS {
+        return Err(Error::input(
+            "event_time",
+            "record has Long.MIN_VALUE timestamp (= no timestamp marker)",
+        ));
+    }
+    Ok(())
+}
+
+/// One merge found by [`merge_windows`]: the distinct windows merged (sorted) and
+/// the covering window they become.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merge {
+    /// The distinct windows of the group, sorted by `(start, end)`.
+    pub from: Vec<TimeWindow>,
+    /// The cover of the group.
+    pub into: TimeWindow,
+}
+
+/// Flink's `TimeWindow.mergeWindows`: sort by start (stable), sweep, and report each
+/// group with more than one distinct window, in sweep order.
+pub fn merge_windows(windows: &[TimeWindow]) -> Vec<Merge> {
+    let mut sorted = windows.to_vec();
+    sorted.sort_by_key(|w| w.start);
+    let mut merges = Vec::new();
+    let mut current: Option<(TimeWindow, Vec<TimeWindow>)> = None;
+    let flush = |cur: (TimeWindow, Vec<TimeWindow>), merges: &mut Vec<Merge>| {
+        let (into, mut from) = cur;
+        from.sort();
+        from.dedup();
+        if from.len() > 1 {
+            merges.push(Merge { from, into });
+        }
+    };
+    for w in sorted {
+        current = Some(match current.take() {
+            None => (w, vec![w]),
+            Some((cover, mut members)) if cover.intersects(&w) => {
+                members.push(w);
+                (cover.cover(&w), members)
+            }
+            Some(done) => {
+                flush(done, &mut merges);
+                (w, vec![w])
+            }
+        });
+    }
+    if let Some(done) = current {
+        flush(done, &mut merges);
+    }
+    merges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assign(a: &WindowAssigner, ts: i64) -> Vec<(i64, i64)> {
+        let mut out = Vec::new();
+        a.assign_windows(ts, &mut out).unwrap();
+        out.into_iter().map(|w| (w.start, w.end)).collect()
+    }
+
+    #[test]
+    fn window_start_examples() {
+        let f = |t, o, s| window_start_with_offset(t, o, s).unwrap();
+        assert_eq!(f(-7, 0, 5), -10);
+        assert_eq!(f(-1, 0, 5), -5);
+        assert_eq!(f(0, 3, 5), -2);
+        assert_eq!(f(-7, -3, 5), -8);
+        assert_eq!(f(12, 7, 5), 12);
+        assert_eq!(f(i64::MIN, 0, 10), 9_223_372_036_854_775_806);
+        assert!(window_start_with_offset(1, 0, 0).is_err());
+    }
+
+    #[test]
+    fn tumbling_checks_and_extremes() {
+        assert!(WindowAssigner::tumbling(0, 0).is_err());
+        assert!(WindowAssigner::tumbling(-5, 0).is_err());
+        assert!(WindowAssigner::tumbling(5, 5).is_err());
+        assert!(WindowAssigner::tumbling(5, -5).is_err());
+        let t = WindowAssigner::tumbling(10, 0).unwrap();
+        assert_eq!(
+            assign(&t, i64::MAX),
+            vec![(9_223_372_036_854_775_800, -9_223_372_036_854_775_806)]
+        );
+        assert_eq!(
+            assign(&t, i64::MIN + 1),
+            vec![(9_223_372_036_854_775_806, -9_223_372_036_854_775_800)]
+        );
+        assert!(t.assign_windows(i64::MIN, &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn sliding_order_gaps_and_checks() {
+        let s = WindowAssigner::sliding(10, 3, 0).unwrap();
+        assert_eq!(assign(&s, 0), vec![(0, 10), (-3, 7), (-6, 4), (-9, 1)]);
+        let g = WindowAssigner::sliding(5, 10, 0).unwrap();
+        assert!(assign(&g, 7).is_empty());
+        assert_eq!(assign(&g, 3), vec![(0, 5)]);
+        let near_min = WindowAssigner::sliding(10, 5, 0).unwrap();
+        assert!(assign(&near_min, i64::MIN + 5).is_empty());
+        assert!(WindowAssigner::sliding(100_000_010, 10, 0).is_err());
+        assert!(WindowAssigner::sliding(100_000_000, 10, 0).is_ok());
+        assert!(WindowAssigner::sliding(0, 10, 0).is_err());
+        assert!(WindowAssigner::sliding(10, 3, 3).is_err());
+    }
+
+    #[test]
+    fn session_and_merge() {
+        assert!(WindowAssigner::session(0).is_err());
+        let w = |s, e| TimeWindow::new(s, e);
+        assert_eq!(
+            merge_windows(&[w(0, 5), w(5, 10)]),
+            vec![Merge {
+                from: vec![w(0, 5), w(5, 10)],
+                into: w(0, 10)
+            }]
+        );
+        assert!(merge_windows(&[w(0, 5), w(6, 10)]).is_empty());
+        assert!(merge_windows(&[w(0, 5), w(0, 5)]).is_empty());
+        let m = merge_windows(&[
+            w(10, 15),
+            w(0, 5),
+            w(4, 11),
+            w(20, 25),
+            w(24, 30),
+            w(40, 41),
+        ]);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].into, w(0, 15));
+        assert_eq!(m[1].into, w(20, 30));
+    }
+}

@@ -1,0 +1,624 @@
+//! The keyed event-time window operator: Flink 2.3.0's `WindowOperator` with
+//! `EventTimeTrigger`, allowed lateness and the late side output (SEMANTICS.md §5).
+//!
+//! State is one slot per live `(key, window)`: its accumulators and its pending
+//! event-time timers (a window's timers are Flink's timer set: at most the firing
+//! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers sit in a
+//! min-heap ordered by `(time, key id, window)`; stale heap entries are skipped.
+//! A window's state is freed at its cleanup time, so memory is bounded by the live
+//! windows.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
+use super::assigner::{merge_windows, TimeWindow, WindowAssigner};
+use super::keys::{KeyCol, KeyDict};
+use super::output::{DropReason, Output, Trigger};
+use crate::error::{Error, Result};
+use crate::time::{Ticks, MAX_TICKS, MIN_TICKS};
+
+/// How the operator is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorConfig {
+    /// The window assigner.
+    pub assigner: WindowAssigner,
+    /// Allowed lateness `L >= 0`.
+    pub allowed_lateness: Ticks,
+    /// Names of the key columns (for errors and snapshots).
+    pub key_names: Vec<String>,
+    /// Names of the value columns the aggregates read.
+    pub value_names: Vec<String>,
+    /// The aggregates, in output order.
+    pub aggs: Vec<AggSpec>,
+}
+
+/// A watermark advance positioned inside a batch: it applies after the records
+/// `[0, position)` and before record `position`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Advance {
+    /// Number of batch records processed before the advance (`0..=len`).
+    pub position: usize,
+    /// The new watermark (ignored unless it is greater than the current one).
+    pub watermark: Ticks,
+    /// When the advance happened, reported as `trigger_time`.
+    pub time: Option<Ticks>,
+}
+
+/// One batch of records, borrowed.
+#[derive(Clone, Debug)]
+pub struct Batch<'a> {
+    /// The key columns.
+    pub keys: Vec<KeyCol<'a>>,
+    /// Event times.
+    pub event_time: &'a [Ticks],
+    /// Validity of the event times (`true` = not null).
+    pub event_time_valid: Option<&'a [bool]>,
+    /// The value columns, in the order of [`OperatorConfig::value_names`].
+    pub values: Vec<ValueCol<'a>>,
+    /// Optional arrival times (reported as `trigger_time` of late firings).
+    pub arrival: Option<&'a [Ticks]>,
+    /// Validity of the arrival times.
+    pub arrival_valid: Option<&'a [bool]>,
+}
+
+/// Lists of live windows up to this length are searched linearly; longer ones go
+/// through the hash map.
+const SCAN_LIMIT: usize = 16;
+
+/// One live `(key, window)`: its pending timers (at most two distinct times exist for
+/// a window: `max_timestamp` and the cleanup time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub key: u32,
+    pub window: TimeWindow,
+    pub timers: [Ticks; 2],
+    pub n_timers: u8,
+}
+
+impl Slot {
+    pub(crate) fn timers(&self) -> &[Ticks] {
+        &self.timers[..usize::from(self.n_timers)]
+    }
+
+    /// Adds a timer; `false` if it was already pending.
+    pub(crate) fn add_timer(&mut self, ts: Ticks) -> bool {
+        if self.timers().contains(&ts) || self.n_timers >= 2 {
+            return false;
+        }
+        self.timers[usize::from(self.n_timers)] = ts;
+        self.n_timers += 1;
+        true
+    }
+
+    /// Removes a pending timer; `false` if it was not pending.
+    fn take_timer(&mut self, ts: Ticks) -> bool {
+        match self.timers().iter().position(|&t| t == ts) {
+            Some(i) => {
+                self.timers.swap(i, usize::from(self.n_timers) - 1);
+                self.n_timers -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The keyed event-time window operator.
+#[derive(Clone, Debug)]
+pub struct WindowOperator {
+    pub(crate) cfg: OperatorConfig,
+    pub(crate) keys: KeyDict,
+    pub(crate) value_types: Option<Vec<ValueType>>,
+    pub(crate) watermark: Ticks,
+    pub(crate) position: u64,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) cells: Vec<Cell>,
+    pub(crate) free: Vec<u32>,
+    pub(crate) live: FxHashMap<(u32, Ticks, Ticks), u32>,
+    pub(crate) by_key: Vec<Vec<(TimeWindow, u32)>>,
+    pub(crate) timers: BinaryHeap<Reverse<(Ticks, u32, Ticks, Ticks)>>,
+    scratch: Vec<TimeWindow>,
+    ids: Vec<u32>,
+}
+
+impl WindowOperator {
+    /// A new operator; checks the lateness and the aggregate specs.
+    pub fn new(cfg: OperatorConfig) -> Result<Self> {
+        if cfg.allowed_lateness < 0 {
+            return Err(Error::param(
+                "allowed_lateness",
+                format!("must be >= 0, got {}", cfg.allowed_lateness),
+            ));
+        }
+        if cfg.key_names.is_empty() {
+            return Err(Error::param("key", "at least one key column is needed"));
+        }
+        if cfg.aggs.is_empty() {
+            return Err(Error::param("aggs", "at least one aggregate is needed"));
+        }
+        for spec in &cfg.aggs {
+            match spec.column {
+                Some(c) if c >= cfg.value_names.len() => {
+                    return Err(Error::param(
+                        "aggs",
+                        format!("value column index {c} out of range"),
+                    ))
+                }
+                None if spec.func != super::aggregate::AggFn::Count => {
+                    return Err(Error::param(
+                        "aggs",
+                        format!("{} needs a value column", spec.func.name()),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let keys = KeyDict::new(cfg.key_names.clone());
+        Ok(Self {
+            cfg,
+            keys,
+            value_types: None,
+            watermark: MIN_TICKS,
+            position: 0,
+            slots: Vec::new(),
+            cells: Vec::new(),
+            free: Vec::new(),
+            live: FxHashMap::default(),
+            by_key: Vec::new(),
+            timers: BinaryHeap::new(),
+            scratch: Vec::new(),
+            ids: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OperatorConfig {
+        &self.cfg
+    }
+
+    /// The current watermark (`MIN` before the first advance).
+    pub fn watermark(&self) -> Ticks {
+        self.watermark
+    }
+
+    /// Number of records processed so far, across calls.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// The key dictionary (values of the key columns by key id).
+    pub fn keys(&self) -> &KeyDict {
+        &self.keys
+    }
+
+    /// Number of live windows (all keys).
+    pub fn live_windows(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Value column types, once fixed by the first batch.
+    pub fn value_types(&self) -> Option<&[ValueType]> {
+        self.value_types.as_deref()
+    }
+
+    /// Output type of each aggregate (int64 for a value column not seen yet).
+    pub fn agg_types(&self) -> Vec<ValueType> {
+        let types = self
+            .value_types
+            .clone()
+            .unwrap_or_else(|| vec![ValueType::Int64; self.cfg.value_names.len()]);
+        self.cfg
+            .aggs
+            .iter()
+            .map(|s| output_type(s, &types))
+            .collect()
+    }
+
+    fn stride(&self) -> usize {
+        self.cfg.aggs.len()
+    }
+
+    fn cleanup_time(&self, w: &TimeWindow) -> Ticks {
+        let max_ts = w.max_timestamp();
+        let c = max_ts.wrapping_add(self.cfg.allowed_lateness);
+        if c >= max_ts {
+            c
+        } else {
+            MAX_TICKS
+        }
+    }
+
+    fn check_batch(&mut self, batch: &Batch<'_>, advances: &[Advance]) -> Result<usize> {
+        let n = batch.event_time.len();
+        let len_err = |name: &str, got: usize| {
+            Error::input(name, format!("has {got} rows, event_time has {n}"))
+        };
+        if batch.event_time_valid.is_some_and(|m| m.len() != n) {
+            return Err(len_err(
+                "event_time",
+                batch.event_time_valid.map_or(0, <[bool]>::len),
+            ));
+        }
+        if let Some(a) = batch.arrival {
+            if a.len() != n || batch.arrival_valid.is_some_and(|m| m.len() != n) {
+                return Err(len_err("arrival", a.len()));
+            }
+        }
+        if batch.values.len() != self.cfg.value_names.len() {
+            return Err(Error::input(
+                "values",
+                format!(
+                    "expected {} value column(s), got {}",
+                    self.cfg.value_names.len(),
+                    batch.values.len()
+                ),
+            ));
+        }
+        for (col, name) in batch.values.iter().zip(&self.cfg.value_names) {
+            if col.len() != n {
+                return Err(len_err(name, col.len()));
+            }
+        }
+        if let Some(types) = &self.value_types {
+            for ((col, ty), name) in batch.values.iter().zip(types).zip(&self.cfg.value_names) {
+                if col.value_type() != *ty {
+                    return Err(Error::input(
+                        name.clone(),
+                        "value column type changed between batches",
+                    ));
+                }
+            }
+        }
+        let mut prev = 0;
+        for a in advances {
+            if a.position < prev || a.position > n {
+                return Err(Error::input(
+                    "position",
+                    format!(
+                        "advance positions must be non-decreasing and within 0..={n}, got {}",
+                        a.position
+                    ),
+                ));
+            }
+            prev = a.position;
+        }
+        Ok(n)
+    }
+
+    /// Processes a batch of records with watermark advances positioned inside it.
+    pub fn process(&mut self, batch: &Batch<'_>, advances: &[Advance]) -> Result<Output> {
+        let n = self.check_batch(batch, advances)?;
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        let interned = self.keys.intern(&batch.keys, n, &mut ids);
+        if let Err(e) = interned {
+            self.ids = ids;
+            return Err(e);
+        }
+        if self.value_types.is_none() {
+            self.value_types = Some(batch.values.iter().map(ValueCol::value_type).collect());
+        }
+        let types = self.value_types.clone().expect("set above");
+        let mut out = Output::new(&self.agg_types());
+        let mut next = 0;
+        let base = self.position as i64;
+        for row in 0..n {
+            while next < advances.len() && advances[next].position == row {
+                let a = advances[next];
+                self.advance_to(
+                    a.watermark,
+                    Trigger {
+                        position: base + row as i64,
+                        time: a.time,
+                    },
+                    &mut out,
+                );
+                next += 1;
+            }
+            if !batch.event_time_valid.map_or(true, |m| m[row]) {
+                out.dropped_rows.push(row);
+                out.dropped_reason.push(DropReason::NullEventTime);
+                continue;
+            }
+            let time = batch
+                .arrival
+                .and_then(|a| batch.arrival_valid.map_or(true, |m| m[row]).then(|| a[row]));
+            let trigger = Trigger {
+                position: base + row as i64,
+                time,
+            };
+            self.record(
+                ids[row],
+                batch.event_time[row],
+                row,
+                &batch.values,
+                &types,
+                trigger,
+                &mut out,
+            );
+        }
+        for a in &advances[next..] {
+            self.advance_to(
+                a.watermark,
+                Trigger {
+                    position: base + n as i64,
+                    time: a.time,
+                },
+                &mut out,
+            );
+        }
+        self.position += n as u64;
+        self.ids = ids;
+        Ok(out)
+    }
+
+    /// A watermark advance after everything processed so far.
+    pub fn advance(&mut self, watermark: Ticks, time: Option<Ticks>) -> Output {
+        let mut out = Output::new(&self.agg_types());
+        let trigger = Trigger {
+            position: self.position as i64,
+            time,
+        };
+        self.advance_to(watermark, trigger, &mut out);
+        out
+    }
+
+    /// End of input: the watermark `MAX` fires every remaining window.
+    pub fn finish(&mut self, time: Option<Ticks>) -> Output {
+        self.advance(MAX_TICKS, time)
+    }
+
+    fn advance_to(&mut self, watermark: Ticks, trigger: Trigger, out: &mut Output) {
+        if watermark <= self.watermark {
+            return;
+        }
+        self.watermark = watermark;
+        while let Some(&Reverse((ts, key, start, end))) = self.timers.peek() {
+            if ts > watermark {
+                break;
+            }
+            self.timers.pop();
+            self.on_timer(ts, key, TimeWindow::new(start, end), trigger, out);
+        }
+    }
+
+    fn on_timer(
+        &mut self,
+        ts: Ticks,
+        key: u32,
+        window: TimeWindow,
+        trigger: Trigger,
+        out: &mut Output,
+    ) {
+        let Some(slot) = self.find(key, window) else {
+            return;
+        };
+        if !self.slots[slot as usize].take_timer(ts) {
+            return;
+        }
+        if ts == window.max_timestamp() {
+            self.emit(slot, false, trigger, out);
+        }
+        if ts == self.cleanup_time(&window) {
+            self.free_slot(slot);
+        }
+    }
+
+    fn emit(&mut self, slot: u32, late: bool, trigger: Trigger, out: &mut Output) {
+        let s = &self.slots[slot as usize];
+        let stride = self.stride();
+        let cells = &self.cells[slot as usize * stride..(slot as usize + 1) * stride];
+        out.results.push(
+            s.key,
+            s.window,
+            self.watermark,
+            late,
+            &trigger,
+            cells,
+            &self.cfg.aggs,
+        );
+    }
+
+    fn register_timer(&mut self, slot: u32, ts: Ticks) {
+        let s = &mut self.slots[slot as usize];
+        if s.add_timer(ts) {
+            self.timers
+                .push(Reverse((ts, s.key, s.window.start, s.window.end)));
+        }
+    }
+
+    pub(crate) fn alloc_slot(&mut self, key: u32, window: TimeWindow) -> u32 {
+        let stride = self.stride();
+        let slot = Slot {
+            key,
+            window,
+            timers: [0; 2],
+            n_timers: 0,
+        };
+        let id = if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = slot;
+            self.cells[id as usize * stride..(id as usize + 1) * stride].fill(Cell::default());
+            id
+        } else {
+            self.slots.push(slot);
+            self.cells
+                .extend(std::iter::repeat(Cell::default()).take(stride));
+            (self.slots.len() - 1) as u32
+        };
+        self.live.insert((key, window.start, window.end), id);
+        if self.by_key.len() <= key as usize {
+            self.by_key.resize_with(key as usize + 1, Vec::new);
+        }
+        self.by_key[key as usize].push((window, id));
+        id
+    }
+
+    fn free_slot(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        s.n_timers = 0;
+        let (key, window) = (s.key, s.window);
+        self.live.remove(&(key, window.start, window.end));
+        let list = &mut self.by_key[key as usize];
+        if let Some(i) = list.iter().position(|&(_, id)| id == slot) {
+            list.swap_remove(i);
+        }
+        if list.is_empty() && list.capacity() > 8 {
+            *list = Vec::new();
+        }
+        self.free.push(slot);
+    }
+
+    /// The slot of the live window `window` of `key`, if any.
+    #[inline]
+    fn find(&self, key: u32, window: TimeWindow) -> Option<u32> {
+        let list = self.by_key.get(key as usize)?;
+        if list.len() <= SCAN_LIMIT {
+            list.iter().find(|(w, _)| *w == window).map(|&(_, id)| id)
+        } else {
+            self.live.get(&(key, window.start, window.end)).copied()
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        key: u32,
+        ts: Ticks,
+        row: usize,
+        values: &[ValueCol<'_>],
+        types: &[ValueType],
+        trigger: Trigger,
+        out: &mut Output,
+    ) {
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        if self.cfg.assigner.assign_windows(ts, &mut windows).is_err() {
+            self.scratch = windows;
+            out.dropped_rows.push(row);
+            out.dropped_reason.push(DropReason::MinEventTime);
+            return;
+        }
+        let mut skipped = true;
+        if self.cfg.assigner.is_merging() {
+            let window = self.merge_session(key, windows[0]);
+            skipped = !self.add_to_window(key, window, ts, row, values, types, trigger, out);
+        } else {
+            for &w in &windows {
+                if self.add_to_window(key, w, ts, row, values, types, trigger, out) {
+                    skipped = false;
+                }
+            }
+        }
+        self.scratch = windows;
+        if skipped {
+            if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
+                out.late_rows.push(row);
+                out.late_watermark.push(self.watermark);
+            } else {
+                out.dropped_rows.push(row);
+                out.dropped_reason.push(DropReason::NoWindow);
+            }
+        }
+    }
+
+    /// Adds the record to `window` unless the window is late; returns whether it did.
+    #[allow(clippy::too_many_arguments)]
+    fn add_to_window(
+        &mut self,
+        key: u32,
+        window: TimeWindow,
+        ts: Ticks,
+        row: usize,
+        values: &[ValueCol<'_>],
+        types: &[ValueType],
+        trigger: Trigger,
+        out: &mut Output,
+    ) -> bool {
+        let cleanup = self.cleanup_time(&window);
+        if cleanup <= self.watermark {
+            return false;
+        }
+        let slot = match self.find(key, window) {
+            Some(s) => s,
+            None => self.alloc_slot(key, window),
+        };
+        let stride = self.stride();
+        let cells = &mut self.cells[slot as usize * stride..(slot as usize + 1) * stride];
+        add_row(
+            cells,
+            &self.cfg.aggs,
+            types,
+            values,
+            row,
+            ts,
+            trigger.position as u64,
+        );
+        let max_ts = window.max_timestamp();
+        if max_ts <= self.watermark {
+            self.emit(slot, true, trigger, out);
+        } else {
+            self.register_timer(slot, max_ts);
+        }
+        if cleanup != MAX_TICKS {
+            self.register_timer(slot, cleanup);
+        }
+        true
+    }
+
+    /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
+    /// the key's live windows with it and returns the window the record goes to.
+    fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
+        let Some(list) = self.by_key.get(key as usize) else {
+            return new;
+        };
+        // Fast path: live windows of a key never touch each other, so unless the new
+        // window touches two of them or extends one, nothing merges.
+        if new.start < new.end {
+            let mut touching = list.iter().filter(|(w, _)| w.intersects(&new));
+            match (touching.next(), touching.next()) {
+                (None, _) => return new,
+                (Some(&(w, _)), None) if w.start <= new.start && w.end >= new.end => return w,
+                _ => {}
+            }
+        }
+        let mut all: Vec<TimeWindow> = list.iter().map(|&(w, _)| w).collect();
+        all.push(new);
+        let mut result = new;
+        for merge in merge_windows(&all) {
+            let mut merged = merge.from;
+            if let Some(i) = merged.iter().position(|w| *w == new) {
+                merged.remove(i);
+                result = merge.into;
+            }
+            if merged.len() == 1 && merged[0] == merge.into {
+                continue;
+            }
+            // Pre-existing windows merge into the cover: state merged, old windows and
+            // their timers gone, a firing timer for the cover if it is not due yet.
+            let stride = self.stride();
+            let types = self.value_types.clone().unwrap_or_default();
+            let mut acc = vec![Cell::default(); stride];
+            for w in &merged {
+                if let Some(s) = self.find(key, *w) {
+                    let from = &self.cells[s as usize * stride..(s as usize + 1) * stride];
+                    merge_cells(&mut acc, from, &self.cfg.aggs, &types);
+                    self.free_slot(s);
+                }
+            }
+            let slot = self.alloc_slot(key, merge.into);
+            self.cells[slot as usize * stride..(slot as usize + 1) * stride].copy_from_slice(&acc);
+            let max_ts = merge.into.max_timestamp();
+            if max_ts > self.watermark {
+                self.register_timer(slot, max_ts);
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+#[path = "operator_tests.rs"]
+mod tests;

@@ -1,0 +1,256 @@
+"""The Python API of the windows: errors naming the parameter/column, multiple and
+string keys, float values, every aggregate, input kinds and output schemas."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import floodmark
+import pandas as pd
+import pyarrow as pa
+import pytest
+from floodmark.exceptions import (
+    InvalidInputError,
+    InvalidParameterError,
+    SchemaError,
+    SnapshotError,
+)
+from floodmark.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowOperator,
+    merge_windows,
+    window_start_with_offset,
+)
+
+MIN = -(2**63)
+
+
+def batch(**cols: Any) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(cols)
+
+
+@pytest.mark.parametrize(
+    ("make", "parameter"),
+    [
+        (lambda: TumblingEventTimeWindows.of(0), "size"),
+        (lambda: TumblingEventTimeWindows.of(10, 10), "offset"),
+        (lambda: SlidingEventTimeWindows.of(0, 5), "size"),
+        (lambda: SlidingEventTimeWindows.of(10, 0), "slide"),
+        (lambda: SlidingEventTimeWindows.of(10, 5, 5), "offset"),
+        (lambda: SlidingEventTimeWindows.of(100_000_010, 10), "slide"),
+        (lambda: EventTimeSessionWindows.with_gap(0), "gap"),
+        (lambda: EventTimeSessionWindows.with_gap(-1), "gap"),
+    ],
+)
+def test_invalid_assigner_parameters_named(make: Any, parameter: str) -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        make()
+    assert info.value.parameter == parameter
+
+
+def test_timedelta_parameters_checked_at_first_use() -> None:
+    w = TumblingEventTimeWindows.of(timedelta(0))
+    with pytest.raises(InvalidParameterError) as info:
+        w.assign_windows(5)
+    assert info.value.parameter == "size"
+    ok = TumblingEventTimeWindows.of(timedelta(seconds=1))
+    assert ok.assign_windows(1500, unit="ms") == [(1000, 2000)]
+    assert ok.assign_windows(1, unit="s") == [(1, 2)]
+    with pytest.raises(InvalidParameterError):
+        ok.assign_windows(1, unit="fortnight")
+
+
+def test_assign_helpers() -> None:
+    assert SlidingEventTimeWindows.of(10, 3).assign_windows(0) == [
+        (0, 10),
+        (-3, 7),
+        (-6, 4),
+        (-9, 1),
+    ]
+    assert EventTimeSessionWindows.with_gap(5).assign_windows(MIN) == [(MIN, MIN + 5)]
+    with pytest.raises(InvalidInputError):
+        TumblingEventTimeWindows.of(10).assign_windows(MIN)
+    assert window_start_with_offset(-7, 0, 5) == -10
+    with pytest.raises(InvalidParameterError):
+        window_start_with_offset(1, 0, 0)
+    assert merge_windows([(0, 5), (5, 10), (20, 25)]) == [([(0, 5), (5, 10)], (0, 10))]
+
+
+def make(**kw: Any) -> WindowOperator:
+    args: dict[str, Any] = {"key": "k", "event_time": "ts", "aggs": ["count"]}
+    args.update(kw)
+    return WindowOperator(TumblingEventTimeWindows.of(10), **args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"allowed_lateness": -1}, "allowed_lateness"),
+        ({"aggs": ["median"]}, "aggs"),
+        ({"aggs": [("median", "v")]}, "aggs"),
+        ({"aggs": []}, "aggs"),
+        ({"aggs": ["count", "count"]}, "aggs"),
+        ({"key": []}, "key"),
+        ({"unit": "weeks"}, "unit"),
+    ],
+)
+def test_invalid_operator_parameters_named(kwargs: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        make(**kwargs)
+    assert parameter in str(info.value)
+
+
+def test_missing_or_bad_columns_named() -> None:
+    op = make(aggs=["count", ("sum", "v")])
+    good = {"k": [1], "ts": [1], "v": [1]}
+    for missing in good:
+        cols = {c: v for c, v in good.items() if c != missing}
+        with pytest.raises(SchemaError, match=f"`{missing}`"):
+            op.process(batch(**cols))
+    with pytest.raises(SchemaError, match="`v`"):
+        op.process(batch(k=[1], ts=[1], v=["x"]))
+    with pytest.raises(SchemaError, match="`k`"):
+        op.process(batch(k=[1.5], ts=[1], v=[1]))
+    with pytest.raises(SchemaError, match="`ts`"):
+        op.process(batch(k=[1], ts=[1.0], v=[1]))
+    with pytest.raises(SchemaError, match="`position`"):
+        op.process(batch(**good), {"watermark": [3]})
+    with pytest.raises(InvalidInputError, match="position"):
+        op.process(batch(**good), {"position": [2], "watermark": [3]})
+    assert op.position == 0  # nothing was processed by the failed calls
+
+
+def test_multiple_string_and_int_keys_with_nulls_and_all_aggregates() -> None:
+    aggs: list[Any] = [
+        "count",
+        ("sum", "x"),
+        ("min", "x"),
+        ("max", "x"),
+        ("mean", "x"),
+        ("first", "x"),
+        ("last", "x"),
+        ("sum", "n"),
+    ]
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key=["s", "i"], event_time="ts", aggs=aggs)
+    b = pa.RecordBatch.from_pydict(
+        {
+            "s": pa.array(["a", "a", None, "a", "a"], pa.large_string()),
+            "i": pa.array([1, 1, 1, 2, 1], pa.int32()),
+            "ts": pa.array([5, 3, 4, 1, 9], pa.int64()),
+            "x": pa.array([1.5, None, 2.0, 4.0, -1.0], pa.float64()),
+            "n": pa.array([1, 2, 3, 4, None], pa.int64()),
+        }
+    )
+    out = op.process(b).results
+    assert out.num_rows == 0
+    res = op.finish().results
+    assert res.schema.field("s").type == pa.large_string()
+    assert res.schema.field("i").type == pa.int32()
+    assert res.schema.field("mean_x").type == pa.float64()
+    rows = {(r["s"], r["i"]): r for r in res.to_pylist()}
+    a1 = rows[("a", 1)]
+    assert (a1["count"], a1["sum_x"], a1["min_x"], a1["max_x"]) == (3, 0.5, -1.0, 1.5)
+    assert a1["mean_x"] == pytest.approx(0.25)
+    assert (a1["first_x"], a1["last_x"], a1["sum_n"]) == (1.5, -1.0, 3)
+    assert rows[(None, 1)]["count"] == 1
+    assert rows[("a", 2)]["sum_n"] == 4
+    assert all(r["timing"] == "on_time" and r["watermark"] == 2**63 - 1 for r in res.to_pylist())
+
+
+def test_late_dropped_outputs_keep_input_columns() -> None:
+    op = WindowOperator(
+        SlidingEventTimeWindows.of(5, 10),
+        key="k",
+        event_time="ts",
+        aggs=[("sum", "v")],
+        arrival="at",
+    )
+    b = batch(
+        k=[1, 1, 1, 1],
+        ts=[6, None, 3, 7],
+        v=[1, 2, 3, 4],
+        at=[100, 101, 102, 103],
+        extra=["p", "q", "r", "s"],
+    )
+    out = op.process(b, {"position": [3], "watermark": [20], "time": [555]})
+    assert out.dropped.to_pydict() == {
+        "k": [1, 1],
+        "ts": [6, None],
+        "v": [1, 2],
+        "at": [100, 101],
+        "extra": ["p", "q"],
+        "reason": ["no_window", "null_event_time"],
+    }
+    assert out.late.to_pydict() == {
+        "k": [1],
+        "ts": [7],
+        "v": [4],
+        "at": [103],
+        "extra": ["s"],
+        "watermark": [20],
+    }
+    r = out.results.to_pylist()
+    assert r == [
+        {
+            "k": 1,
+            "window_start": 0,
+            "window_end": 5,
+            "sum_v": 3,
+            "watermark": 20,
+            "timing": "on_time",
+            "trigger_position": 3,
+            "trigger_time": 555,
+        }
+    ]
+    empty = op.finish()
+    assert empty.results.num_rows == 0
+    assert empty.late.schema.names == [*b.schema.names, "watermark"]
+    assert empty.dropped.schema.names == [*b.schema.names, "reason"]
+
+
+def test_table_pandas_timestamps_and_watermark_batch() -> None:
+    op = WindowOperator(
+        EventTimeSessionWindows.with_gap(timedelta(seconds=5)),
+        key="user",
+        event_time="t",
+        unit="ms",
+        allowed_lateness=timedelta(seconds=1),
+    )
+    df = pd.DataFrame(
+        {
+            "user": ["u", "u", "v"],
+            "t": pd.to_datetime([1_000, 4_000, 2_000], unit="ms"),
+        }
+    )
+    out = op.process(df, pa.record_batch({"position": [3], "watermark": [20_000]}))
+    got = sorted(
+        (r["user"], r["window_start"], r["window_end"], r["count"]) for r in out.results.to_pylist()
+    )
+    assert got == [("u", 1_000, 9_000, 2), ("v", 2_000, 7_000, 1)]
+    assert op.watermark == 20_000
+    table = pa.table({"user": ["u"], "t": pa.array([19_500], pa.int64())})
+    assert op.process(table).late.num_rows == 0  # 19_500 + 1_000 > 20_000: a window
+    assert op.advance(10).results.num_rows == 0  # not increasing: ignored
+    assert op.watermark == 20_000
+
+
+def test_snapshot_restore_and_errors() -> None:
+    op = make(aggs=[("sum", "v")])
+    op.process(batch(k=["x", "y"], ts=[1, 12], v=[5, 6]))
+    snap = op.snapshot()
+    other = make(aggs=[("sum", "v")])
+    other.restore(snap)
+    assert other.watermark == op.watermark and other.position == 2
+    assert other.finish().results.to_pylist() == op.finish().results.to_pylist()
+    with pytest.raises(SnapshotError):
+        make(aggs=["count"]).restore(snap)
+    with pytest.raises(SnapshotError):
+        other.restore(snap[:-3])
+
+
+def test_reexports() -> None:
+    assert floodmark.WindowOperator is WindowOperator
+    assert floodmark.TumblingEventTimeWindows is TumblingEventTimeWindows
