@@ -63,6 +63,7 @@ class BoundedPy:
             "idle_timeout",
         ),
         (lambda: Valve(-1), "num_channels"),
+        (lambda: Valve(10**12), "num_channels"),
     ],
 )
 def test_errors_name_the_parameter(make: object, parameter: str) -> None:
