@@ -91,7 +91,7 @@ fn bench_valve(c: &mut Criterion) {
             .collect();
         group.bench_function(format!("{channels}_channels_10M"), |b| {
             b.iter_batched(
-                || Valve::new(channels),
+                || Valve::new(channels).unwrap(),
                 |mut v| {
                     let mut emitted = 0u64;
                     for (i, &(ch, w)) in updates.iter().enumerate() {

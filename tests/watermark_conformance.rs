@@ -122,7 +122,7 @@ fn run_generator(s: &Value, want: &Value, at: &str, bad: &mut Vec<String>) {
 }
 
 fn run_valve(s: &Value, want: &Value, at: &str, bad: &mut Vec<String>) {
-    let mut v = Valve::new(s["num_channels"].as_u64().unwrap() as usize);
+    let mut v = Valve::new(s["num_channels"].as_u64().unwrap() as usize).unwrap();
     for (k, (step, exp)) in s["steps"]
         .as_array()
         .unwrap()

@@ -216,7 +216,7 @@ proptest! {
 
     #[test]
     fn valve_matches_naive_and_keeps_invariants(inputs in prop::collection::vec(valve_input(), 0..80)) {
-        let mut v = Valve::new(4);
+        let mut v = Valve::new(4).unwrap();
         let mut naive = NaiveValve::new(4);
         let mut last = i64::MIN;
         for &i in &inputs {
@@ -299,9 +299,9 @@ proptest! {
     #[test]
     fn valve_snapshot_restore_mid_stream(inputs in prop::collection::vec(valve_input(), 0..60), cut in 0usize..60) {
         let cut = cut.min(inputs.len());
-        let mut whole = Valve::new(4);
+        let mut whole = Valve::new(4).unwrap();
         let want: Vec<Vec<Emission>> = inputs.iter().map(|&i| apply(&mut whole, i)).collect();
-        let mut first = Valve::new(4);
+        let mut first = Valve::new(4).unwrap();
         let mut got: Vec<Vec<Emission>> = inputs[..cut].iter().map(|&i| apply(&mut first, i)).collect();
         let mut restored = Valve::restore(&first.snapshot()).unwrap();
         got.extend(inputs[cut..].iter().map(|&i| apply(&mut restored, i)));

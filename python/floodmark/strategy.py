@@ -206,7 +206,8 @@ class WatermarkGenerator:
         return self._python.on_periodic_emit(now)
 
     def snapshot(self) -> bytes:
-        """The generator's state as bytes (user generators are pickled)."""
+        """The generator's state as bytes, including the output state that
+        :func:`~floodmark.watermarks.drive` continues from (user generators are pickled)."""
         if self._native is not None:
             return self._native.snapshot()
         assert self._python is not None
@@ -258,6 +259,9 @@ class _PythonGenerator:
         self.last_counter = 0
         self.start = 0
         self.idle_now = False
+        # The output filter state `drive` continues from (WatermarkToDataOutput).
+        self.out_max = -(2**63)
+        self.out_idle = False
 
     def on_event(self, timestamp: int) -> list[Emission]:
         out = _Collector()
@@ -289,7 +293,15 @@ class _PythonGenerator:
         return out.out
 
     def snapshot(self) -> bytes:
-        state = (self.user, self.counter, self.last_counter, self.start, self.idle_now)
+        state = (
+            self.user,
+            self.counter,
+            self.last_counter,
+            self.start,
+            self.idle_now,
+            self.out_max,
+            self.out_idle,
+        )
         return _PY_MAGIC + pickle.dumps(state)
 
     def restore(self, data: bytes) -> None:
@@ -297,7 +309,15 @@ class _PythonGenerator:
             raise SnapshotError("cannot restore snapshot: not a Python generator snapshot")
         try:
             state: Any = pickle.loads(data[len(_PY_MAGIC) :])
-            self.user, self.counter, self.last_counter, self.start, self.idle_now = state
+            (
+                self.user,
+                self.counter,
+                self.last_counter,
+                self.start,
+                self.idle_now,
+                self.out_max,
+                self.out_idle,
+            ) = state
         except Exception as e:  # a corrupt pickle can raise nearly anything
             raise SnapshotError(f"cannot restore snapshot: {e}") from e
 

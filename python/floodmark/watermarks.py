@@ -107,24 +107,25 @@ def _drive_python(
 ) -> tuple[list[int], list[tuple[int, Emission]]]:
     """The driver's semantics, one call at a time (for user Python generators)."""
     rows: list[tuple[int, Emission]] = []
-    state = {"max": I64_MIN, "idle": False}
+    st = gen._python
+    assert st is not None
 
     def push(time: int, emitted: list[Emission]) -> None:
         for e in emitted:
             if e.kind == "watermark":
                 assert e.watermark is not None
-                if e.watermark > state["max"]:
-                    state["max"] = e.watermark
-                    if state["idle"]:
-                        state["idle"] = False
+                if e.watermark > st.out_max:
+                    st.out_max = e.watermark
+                    if st.out_idle:
+                        st.out_idle = False
                         rows.append((time, Emission("active")))
                     rows.append((time, e))
             elif e.kind == "idle":
-                if not state["idle"]:
-                    state["idle"] = True
+                if not st.out_idle:
+                    st.out_idle = True
                     rows.append((time, e))
-            elif state["idle"]:
-                state["idle"] = False
+            elif st.out_idle:
+                st.out_idle = False
                 rows.append((time, e))
 
     rec: list[int] = []
@@ -137,7 +138,7 @@ def _drive_python(
         while i < len(ts) and (upto is None or arrival[i] <= upto):
             a = arrival[i]
             if a != last_arrival:
-                last_arrival, before = a, int(state["max"])
+                last_arrival, before = a, st.out_max
             rec.append(before)
             push(a, gen.on_event(ts[i]))
             i += 1
@@ -160,6 +161,7 @@ def drive(
     until: int | None = None,
     unit: str = "ms",
     marker: Any = None,
+    generator: WatermarkGenerator | None = None,
 ) -> DriveResult:
     """Runs ``strategy`` over one channel's records.
 
@@ -174,6 +176,11 @@ def drive(
         unit: the tick unit of all times and durations.
         marker: for punctuated strategies, the watermark carried by each record
             (nullable).
+        generator: continue from this generator (made by
+            ``strategy.create_generator(unit)``) instead of a fresh one; it is advanced,
+            so the next call continues the same stream (e.g. batch after batch, with
+            ``snapshot()``/``restore()`` in between). The next batch's records and grid
+            must come after this one's last grid time.
 
     Returns:
         The per-record watermark and the emitted stream.
@@ -189,7 +196,20 @@ def drive(
             f"invalid parameter `strategy`: expected a WatermarkStrategy, "
             f"got {type(strategy).__name__}",
         )
-    gen = strategy.create_generator(unit)
+    if generator is None:
+        gen = strategy.create_generator(unit)
+    elif (
+        not isinstance(generator, WatermarkGenerator)
+        or generator.strategy != strategy
+        or generator.unit != unit
+    ):
+        raise param_error(
+            "generator",
+            "invalid parameter `generator`: it must come from "
+            f"strategy.create_generator({unit!r}) of this same strategy",
+        )
+    else:
+        gen = generator
     interval = to_ticks(emit_interval, unit, "emit_interval")
     if interval <= 0:
         raise param_error(

@@ -331,7 +331,9 @@ pub fn drive_into(
         k = match st.gen.quiet_next(t) {
             QuietNext::Next => k + 1,
             QuietNext::Never => next_rec_k,
-            QuietNext::IdleAfter(limit) => (limit.div_euclid(interval) + 1).min(next_rec_k),
+            QuietNext::IdleAfter(limit) => {
+                limit.div_euclid(interval).saturating_add(1).min(next_rec_k)
+            }
         };
     }
     st.records(event_ts, arrival, marker, i, n);
@@ -504,6 +506,39 @@ mod tests {
             },
         );
         assert_eq!(o.emissions.len(), 11);
+    }
+
+    #[test]
+    fn extremes_do_not_overflow() {
+        // Timer start + timeout == MAX with interval 1: the skip target saturates.
+        let g = Generator::new(BaseGenerator::bounded(0).unwrap())
+            .with_idleness(i64::MAX - 50)
+            .unwrap();
+        both(
+            &g,
+            &[1],
+            &[1],
+            None,
+            DriveParams {
+                interval: 1,
+                start: 49,
+                until: 300,
+            },
+        );
+        // A grid right at the bottom of the i64 range, with wrapping bounded arithmetic.
+        let g = Generator::new(BaseGenerator::bounded(i64::MAX).unwrap());
+        let lo = i64::MIN;
+        both(
+            &g,
+            &[lo, 5, i64::MAX],
+            &[lo, lo + 3, lo + 40],
+            None,
+            DriveParams {
+                interval: 7,
+                start: lo,
+                until: lo + 100,
+            },
+        );
     }
 
     #[test]

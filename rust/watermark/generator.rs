@@ -19,7 +19,8 @@ pub enum BaseGenerator {
     /// Emits `Watermark(marker)` right after each event that carries a marker;
     /// nothing periodically.
     Punctuated,
-    /// Periodically emits `now - lag` (wrapping); events change nothing.
+    /// Periodically emits `now - lag` (wrapping); events change nothing. Not a Flink
+    /// built-in: floodmark's processing-time watermark, with the same periodic timing.
     ProcessingTimeLag {
         /// How far the watermark trails the processing-time clock, in ticks (>= 0).
         lag: i64,

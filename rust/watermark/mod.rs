@@ -7,11 +7,13 @@
 //! - [`strategy`]: [`Generator`], a base generator optionally wrapped with idleness.
 //! - [`output`]: [`ChannelOutput`], the model of Flink's `WatermarkToDataOutput`.
 //! - [`driver`]: the vectorized driver of one channel over arrays of records.
+//! - [`channel`]: [`Channel`], a generator and its output, driven batch after batch.
 //! - [`heap`]: the indexed min-heap the valve uses.
 //! - [`valve`]: [`Valve`], Flink's `StatusWatermarkValve`.
 //! - [`timeline`]: [`combine`], per-channel streams through the valve.
 //! - [`multiplexer`]: [`Multiplexer`], Flink's `WatermarkOutputMultiplexer`.
 
+pub mod channel;
 pub mod driver;
 pub mod generator;
 pub mod heap;
@@ -22,6 +24,7 @@ pub mod strategy;
 pub mod timeline;
 pub mod valve;
 
+pub use channel::Channel;
 pub use driver::{drive, drive_into, DriveOutput, DriveParams, EmissionRow};
 pub use generator::BaseGenerator;
 pub use heap::IndexedMinHeap;
@@ -70,4 +73,6 @@ pub(crate) mod kinds {
     pub const VALVE: u8 = 0x12;
     /// [`super::Multiplexer`].
     pub const MULTIPLEXER: u8 = 0x13;
+    /// [`super::Channel`].
+    pub const CHANNEL: u8 = 0x14;
 }

@@ -6,6 +6,9 @@
 //! watermark; `Idle` is emitted only on the active -> idle transition; an explicit
 //! `Active` is emitted only on the idle -> active transition.
 
+use crate::error::Result;
+use crate::snapshot::{Reader, Writer};
+
 use super::Emission;
 
 /// The per-channel output filter (Flink's `WatermarkToDataOutput`).
@@ -40,6 +43,17 @@ impl ChannelOutput {
     #[inline]
     pub fn is_idle(&self) -> bool {
         self.idle
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.i64(self.max_so_far).bool(self.idle);
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
+        Ok(Self {
+            max_so_far: r.i64()?,
+            idle: r.bool()?,
+        })
     }
 
     /// Feeds one generator emission; calls `out` with what is forwarded, in order.

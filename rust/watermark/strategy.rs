@@ -103,11 +103,7 @@ impl Generator {
     /// The generator's state as snapshot bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer::new(kinds::GENERATOR);
-        self.base.write(&mut w);
-        w.bool(self.idle.is_some());
-        if let Some(t) = &self.idle {
-            t.write(&mut w);
-        }
+        self.write(&mut w);
         w.finish()
     }
 
@@ -117,13 +113,26 @@ impl Generator {
     /// [`crate::Error::Snapshot`] if the bytes are not a generator snapshot.
     pub fn restore(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, kinds::GENERATOR)?;
-        let base = BaseGenerator::read(&mut r)?;
+        let g = Self::read(&mut r)?;
+        r.finish()?;
+        Ok(g)
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer) {
+        self.base.write(w);
+        w.bool(self.idle.is_some());
+        if let Some(t) = &self.idle {
+            t.write(w);
+        }
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let base = BaseGenerator::read(r)?;
         let idle = if r.bool()? {
-            Some(IdlenessTimer::read(&mut r)?)
+            Some(IdlenessTimer::read(r)?)
         } else {
             None
         };
-        r.finish()?;
         Ok(Self { base, idle })
     }
 }

@@ -37,7 +37,8 @@ pub struct TimelineRow {
 /// emission.
 ///
 /// # Errors
-/// [`crate::Error::ChannelOutOfRange`] if a row's channel is not in `0..num_channels`.
+/// [`crate::Error::ChannelOutOfRange`] if a row's channel is not in `0..num_channels`;
+/// [`crate::Error::InvalidParameter`] if `num_channels` is too large.
 pub fn combine(rows: &[ChannelRow], num_channels: usize) -> Result<Vec<TimelineRow>> {
     let sorted = rows
         .windows(2)
@@ -49,7 +50,7 @@ pub fn combine(rows: &[ChannelRow], num_channels: usize) -> Result<Vec<TimelineR
         o.sort_by_key(|&i| (rows[i].time, rows[i].channel));
         o
     };
-    let mut valve = Valve::new(num_channels);
+    let mut valve = Valve::new(num_channels)?;
     let mut out = Vec::new();
     let mut emitted = Vec::with_capacity(2);
     let (mut wm, mut idle) = (i64::MIN, false);

@@ -11,6 +11,10 @@ use crate::snapshot::{Reader, Writer};
 use super::heap::IndexedMinHeap;
 use super::{kinds, Emission};
 
+/// The most input channels a valve accepts (Flink's maximum parallelism is 32768;
+/// the limit only keeps a typo from allocating without bound).
+pub const MAX_CHANNELS: usize = 1 << 24;
+
 /// Flink's `StatusWatermarkValve(numInputChannels)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Valve {
@@ -26,7 +30,20 @@ pub struct Valve {
 
 impl Valve {
     /// A valve over `num_channels` channels, all active, aligned, at `MIN`.
-    pub fn new(num_channels: usize) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `num_channels` above [`MAX_CHANNELS`].
+    pub fn new(num_channels: usize) -> Result<Self> {
+        if num_channels > MAX_CHANNELS {
+            return Err(Error::param(
+                "num_channels",
+                format!("must be at most {MAX_CHANNELS}, got {num_channels}"),
+            ));
+        }
+        Ok(Self::fresh(num_channels))
+    }
+
+    fn fresh(num_channels: usize) -> Self {
         let mut aligned = IndexedMinHeap::new(num_channels);
         for c in 0..num_channels {
             aligned.upsert(c, i64::MIN);
@@ -174,7 +191,7 @@ impl Valve {
     pub fn restore(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, kinds::VALVE)?;
         let n = r.len(10)?;
-        let mut v = Self::new(n);
+        let mut v = Self::new(n).map_err(|e| Error::Snapshot(e.to_string()))?;
         v.active_count = 0;
         for c in 0..n {
             v.wm[c] = r.i64()?;
@@ -229,7 +246,7 @@ mod tests {
 
     #[test]
     fn all_idle_flush_to_max() {
-        let mut v = Valve::new(3);
+        let mut v = Valve::new(3).unwrap();
         let e = run(
             &mut v,
             &[
@@ -249,7 +266,7 @@ mod tests {
 
     #[test]
     fn return_from_idle_behind() {
-        let mut v = Valve::new(2);
+        let mut v = Valve::new(2).unwrap();
         let e = run(
             &mut v,
             &[
@@ -271,13 +288,13 @@ mod tests {
 
     #[test]
     fn no_flush_when_last_is_behind() {
-        let mut v = Valve::new(2);
+        let mut v = Valve::new(2).unwrap();
         let e = run(
             &mut v,
             &[In::W(0, 50), In::W(1, 50), In::I(0), In::W(1, 60), In::I(1)],
         );
         assert_eq!(e.concat(), vec![W(50), W(60), Idle]);
-        let mut v = Valve::new(2);
+        let mut v = Valve::new(2).unwrap();
         let e = run(
             &mut v,
             &[
@@ -295,7 +312,14 @@ mod tests {
 
     #[test]
     fn out_of_range_and_zero_channels() {
-        let mut v = Valve::new(0);
+        assert!(matches!(
+            Valve::new(MAX_CHANNELS + 1),
+            Err(Error::InvalidParameter {
+                name: "num_channels",
+                ..
+            })
+        ));
+        let mut v = Valve::new(0).unwrap();
         assert!(matches!(
             v.input_watermark(0, 1, &mut |_| {}),
             Err(Error::ChannelOutOfRange {
@@ -303,14 +327,14 @@ mod tests {
                 num_channels: 0
             })
         ));
-        let mut v = Valve::new(2);
+        let mut v = Valve::new(2).unwrap();
         assert!(v.input_status(-1, true, &mut |_| {}).is_err());
         assert!(v.input_watermark(2, 1, &mut |_| {}).is_err());
     }
 
     #[test]
     fn snapshot_round_trip() {
-        let mut v = Valve::new(3);
+        let mut v = Valve::new(3).unwrap();
         run(&mut v, &[In::W(0, 5), In::W(1, 7), In::I(2), In::W(2, 1)]);
         let r = Valve::restore(&v.snapshot()).unwrap();
         assert_eq!(r, v);

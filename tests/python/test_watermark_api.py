@@ -63,6 +63,7 @@ class BoundedPy:
             "idle_timeout",
         ),
         (lambda: Valve(-1), "num_channels"),
+        (lambda: Valve(10**12), "num_channels"),
     ],
 )
 def test_errors_name_the_parameter(make: object, parameter: str) -> None:
@@ -239,3 +240,29 @@ def test_combine_timeline() -> None:
     ]
     with pytest.raises(ChannelOutOfRangeError):
         combine(batch, num_channels=1)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        WatermarkStrategy.for_bounded_out_of_orderness(3).with_idleness(500),
+        WatermarkStrategy.for_generator(lambda: BoundedPy(3)).with_idleness(500),
+    ],
+)
+def test_drive_in_batches_with_snapshot(strategy: WatermarkStrategy) -> None:
+    ts, arrival = [10, 7, 40, 45, 2000, 1990], [10, 20, 150, 200, 1900, 2000]
+    whole = drive(strategy, ts, arrival, emit_interval=100, start=0, until=2500)
+    gen = strategy.create_generator()
+    a = drive(strategy, ts[:4], arrival[:4], emit_interval=100, start=0, until=200, generator=gen)
+    again = strategy.create_generator()
+    again.restore(gen.snapshot())
+    b = drive(
+        strategy, ts[4:], arrival[4:], emit_interval=100, start=201, until=2500, generator=again
+    )
+    assert a.record_watermark.to_pylist() + b.record_watermark.to_pylist() == (
+        whole.record_watermark.to_pylist()
+    )
+    assert a.emissions.to_pylist() + b.emissions.to_pylist() == whole.emissions.to_pylist()
+    with pytest.raises(InvalidParameterError) as info:
+        drive(WatermarkStrategy.no_watermarks(), [1], [1], generator=gen)
+    assert info.value.parameter == "generator"

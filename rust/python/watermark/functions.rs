@@ -7,15 +7,15 @@ use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
 use crate::error::Error;
-use crate::watermark::{self, ChannelOutput, ChannelRow, DriveParams};
+use crate::watermark::{self, ChannelRow, DriveParams};
 
 use super::arrays::{
     batch, column, i64_options, i64_values, parse_kind, strings, to_py_array, to_py_batch,
 };
 use super::generator::PyGenerator;
 
-/// Drives `generator` (mutated: it continues from its state) over one channel's
-/// records. Returns `(record_watermark, emissions)` as a pyarrow array and batch.
+/// Drives `generator` over one channel's records; its generator and output state
+/// carry over to the next call. Returns `(record_watermark, emissions)` as a pyarrow array and batch.
 #[pyfunction]
 #[pyo3(signature = (generator, event_time, arrival, emit_interval, start, until, marker=None))]
 #[allow(clippy::too_many_arguments)]
@@ -40,17 +40,8 @@ pub fn drive<'py>(
         start,
         until,
     };
-    let gen = &mut generator.inner;
-    let out = py.detach(|| {
-        watermark::drive(
-            gen,
-            &mut ChannelOutput::new(),
-            ts,
-            arr,
-            markers.as_deref(),
-            &params,
-        )
-    })?;
+    let channel = &mut generator.inner;
+    let out = py.detach(|| channel.drive(ts, arr, markers.as_deref(), &params))?;
     let rec: ArrayRef = Arc::new(Int64Array::from(out.record_watermark));
     let rows = &out.emissions;
     let time: ArrayRef = Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.time)));

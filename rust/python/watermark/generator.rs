@@ -4,15 +4,16 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::Error;
-use crate::watermark::{BaseGenerator, Emission, Generator};
+use crate::watermark::{BaseGenerator, Channel, Emission, Generator};
 
 use super::arrays::emissions_to_py;
 
 /// A native watermark generator (bounded out-of-orderness, punctuated,
-/// processing-time lag or none), optionally with idleness.
+/// processing-time lag or none), optionally with idleness, together with the output
+/// filter `drive` continues from (a [`Channel`]).
 #[pyclass(module = "floodmark._core", name = "_Generator")]
 pub struct PyGenerator {
-    pub(crate) inner: Generator,
+    pub(crate) inner: Channel,
 }
 
 #[pymethods]
@@ -38,7 +39,9 @@ impl PyGenerator {
             Some(t) => g.with_idleness(t)?,
             None => g,
         };
-        Ok(Self { inner })
+        Ok(Self {
+            inner: Channel::new(inner),
+        })
     }
 
     #[pyo3(signature = (timestamp, marker=None))]
@@ -48,13 +51,17 @@ impl PyGenerator {
         marker: Option<i64>,
     ) -> Vec<(&'static str, Option<i64>)> {
         let mut v: Vec<Emission> = Vec::new();
-        self.inner.on_event(timestamp, marker, &mut |e| v.push(e));
+        self.inner
+            .generator
+            .on_event(timestamp, marker, &mut |e| v.push(e));
         emissions_to_py(&v)
     }
 
     fn on_periodic_emit(&mut self, now: i64) -> Vec<(&'static str, Option<i64>)> {
         let mut v: Vec<Emission> = Vec::new();
-        self.inner.on_periodic_emit(now, &mut |e| v.push(e));
+        self.inner
+            .generator
+            .on_periodic_emit(now, &mut |e| v.push(e));
         emissions_to_py(&v)
     }
 
@@ -63,11 +70,11 @@ impl PyGenerator {
     }
 
     fn restore(&mut self, data: &[u8]) -> PyResult<()> {
-        self.inner = Generator::restore(data)?;
+        self.inner = Channel::restore(data)?;
         Ok(())
     }
 
     fn __repr__(&self) -> String {
-        format!("_Generator({:?})", self.inner)
+        format!("_Generator({:?})", self.inner.generator)
     }
 }

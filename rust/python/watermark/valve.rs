@@ -30,7 +30,7 @@ impl PyValve {
             );
         }
         Ok(Self {
-            inner: Valve::new(num_channels as usize),
+            inner: Valve::new(usize::try_from(num_channels).unwrap_or(usize::MAX))?,
         })
     }
 
