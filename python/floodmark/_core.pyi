@@ -63,8 +63,6 @@ def combine(emissions: Any, num_channels: int) -> Any: ...
 
 # --- windows ---------------------------------------------------------------------
 
-from typing import Any, final
-
 def window_check(kind: str, size: int, slide: int, offset: int, gap: int) -> None: ...
 def window_assign(
     kind: str, size: int, slide: int, offset: int, gap: int, timestamp: int

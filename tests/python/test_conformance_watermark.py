@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from conformance import Case, Mismatches, cases_for
+
 from floodmark import Emission, Multiplexer, Valve, WatermarkStrategy
 from floodmark.exceptions import (
     ChannelOutOfRangeError,

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from conformance import Case, Mismatches, cases_for
+
 from floodmark.exceptions import FloodmarkError, InvalidInputError, InvalidParameterError
 from floodmark.windows import (
     EventTimeSessionWindows,

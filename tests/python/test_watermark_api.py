@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from floodmark import Emission, Multiplexer, Valve, WatermarkStrategy, combine, drive
 from floodmark.exceptions import (
     ChannelOutOfRangeError,

@@ -6,9 +6,10 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pyarrow as pa
-from floodmark import Valve, WatermarkStrategy, combine, drive
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from floodmark import Valve, WatermarkStrategy, combine, drive
 
 strategies = st.sampled_from(
     [

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import floodmark
 import pandas as pd
 import pyarrow as pa
 import pytest
+
+import floodmark
 from floodmark.exceptions import (
     InvalidInputError,
     InvalidParameterError,

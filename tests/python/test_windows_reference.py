@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from floodmark.windows import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
     WindowOperator,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 AGGS: list[Any] = [
     "count",

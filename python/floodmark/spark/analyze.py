@@ -47,14 +47,14 @@ if TYPE_CHECKING:
 
 def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
     """``(size, slide, offset)`` in ticks of a tumbling or sliding assigner."""
-    spec = window.ticks(unit) if hasattr(window, "ticks") else None
-    if spec is None or spec.get("kind") not in ("tumbling", "sliding"):
+    kind = getattr(window, "kind", None)
+    if kind not in ("tumbling", "sliding"):
         raise InvalidParameterError(
             "invalid parameter `window`: bound analysis needs a tumbling or sliding window "
             "(session windows depend on which records are late)"
         )
-    size = int(spec["size"])
-    return size, int(spec.get("slide", size)), int(spec.get("offset", 0))
+    _, size, slide, offset, _ = window.params(unit)
+    return size, (slide if kind == "sliding" else size), offset
 
 
 def nearest_rank(values: np.ndarray, weights: np.ndarray, q: float) -> float:

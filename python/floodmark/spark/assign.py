@@ -36,7 +36,7 @@ def lookup_frame(df: DataFrame, timeline: Timeline) -> DataFrame:
     schema = StructType(
         [
             StructField("__fm_channel", field_type(df, plan.channel, "channel")),
-            StructField("__fm_bucket", LongType()),
+            StructField("__fm_lk_bucket", LongType()),
             StructField("__fm_channel_wm", LongType()),
             StructField("__fm_wm", LongType()),
         ]
@@ -65,7 +65,7 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
     joined = keyed.join(
         lookup,
         on=(F.col(quote(plan.channel)) == F.col("__fm_channel"))
-        & (F.col("__fm_bucket") == lookup["__fm_bucket"]),
+        & (F.col("__fm_bucket") == F.col("__fm_lk_bucket")),
         how="left",
     )
     reason = error_reason(plan)

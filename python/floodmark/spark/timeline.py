@@ -88,9 +88,9 @@ def resolve_strategy(
                 "arrival time with event time, so both columns need the same unit "
                 f"(got event time in {event_unit}, arrival in {arrival_unit})"
             )
-        assert strategy.bound is not None
+        assert strategy.lag is not None
         resolved = WatermarkStrategy.for_processing_time_lag(
-            to_ticks(strategy.bound, arrival_unit, "lag")
+            to_ticks(strategy.lag, arrival_unit, "lag")
         )
     else:
         resolved = WatermarkStrategy.no_watermarks()

@@ -73,14 +73,25 @@ def test_every_row_accounted_for_once_with_lateness(df: Any) -> None:
     out.unpersist()
 
 
-def test_sliding_contributions_are_size_over_slide(df: Any) -> None:
+def test_sliding_contributions_match_the_watermark_each_record_met(df: Any) -> None:
+    """With lateness 0 a record joins exactly those of its 4 windows whose end - 1 is
+    still ahead of the watermark in force when it arrived; each window fires once."""
+    from pyspark.sql import functions as F
+
     out = run(df, SlidingEventTimeWindows.of(timedelta(seconds=20), timedelta(seconds=5)))
-    in_windows = sum(out.results.toArrow()["count"].to_pylist())
-    placed = SPEC.rows - out.late.count() - out.dropped.count()
-    # Every placed record lands in 4 windows; a late one only in its live windows, so
-    # the identity holds exactly when lateness is 0 and nothing is late per-window:
-    assert in_windows <= 4 * placed
-    assert in_windows >= 4 * placed - 4 * out.late.count() - 3 * placed // 100
+    marked = assign_watermarks(
+        df, STRATEGY, event_time="event_time", channel="partition", arrival="arrival"
+    ).where("error is null")
+    ts, wm = F.col("event_time"), F.col("watermark")
+    live = sum(
+        F.when(wm.isNull() | (ts - ts % 5000 - k * 5000 + 20_000 - 1 > wm), 1).otherwise(0)
+        for k in range(4)
+    )
+    expected = marked.agg(F.sum(live)).collect()[0][0]
+    results = out.results.toArrow()
+    assert set(results["timing"].to_pylist()) == {"on_time"}
+    assert sum(results["count"].to_pylist()) == expected
+    assert expected < 4 * marked.count()  # some records met a watermark past a window
     out.unpersist()
 
 
