@@ -151,12 +151,10 @@ def analyze_bounds(
     )
     js = range(len(idle_timeouts))
     minimum = F.lit(I64_MIN)
+    # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).
+    w0 = {j: F.when(F.col(f"w{j}") > minimum, F.col(f"w{j}")) for j in js}
     late_exprs = [
-        F.sum(
-            F.when(
-                (F.col(f"w{j}") > minimum) & (F.col(f"w{j}") - F.col("__fm_ts") >= b), 1
-            ).otherwise(0)
-        ).alias(f"late_{j}_{i}")
+        F.sum(F.when(w0[j] - F.col("__fm_ts") >= b, 1).otherwise(0)).alias(f"late_{j}_{i}")
         for j in js
         for i, b in enumerate(b_ticks)
     ]
@@ -165,12 +163,7 @@ def analyze_bounds(
     per_window = recs.withColumn(
         "start", window_starts(F.col("__fm_ts"), size, slide, offset)
     ).withColumn("end", F.col("start") + F.lit(size))
-    margin = [
-        F.min(
-            F.when(F.col(f"w{j}") == minimum, minimum).otherwise(F.col(f"w{j}") - F.col("end") + 1)
-        ).alias(f"m{j}")
-        for j in js
-    ]
+    margin = [F.min(F.coalesce(w0[j] - F.col("end") + 1, minimum)).alias(f"m{j}") for j in js]
     groups = per_window.groupBy(*[quote(k) for k in keys], "end").agg(*margin)
     counts = (
         groups.groupBy("end")
@@ -188,8 +181,8 @@ def analyze_bounds(
     rows: dict[str, list[Any]] = {
         k: []
         for k in (
-            "idle_timeout_s",
-            "bound_s",
+            "idle_timeout",
+            "bound",
             "late_fraction",
             "late",
             "records",
@@ -207,17 +200,16 @@ def analyze_bounds(
             need = ends - 1 + b
             at = np.searchsorted(wms, need, side="left")
             fired = at < len(wms)
-            delay = (
-                times[np.minimum(at, max(len(times) - 1, 0))] / per_arr - ends / per_ev
-                if len(times)
-                else np.zeros(len(ends))
-            )
+            # Delay in the finer of the two units, exactly, then in seconds.
+            fine = max(per_ev, per_arr)
+            fired_at = times[np.minimum(at, max(len(times) - 1, 0))] if len(times) else ends
+            delay = (fired_at * (fine // per_arr) - ends * (fine // per_ev)) / fine
             w_on = np.where(fired, weight, 0)
             late = int(late_row[f"late_{j}_{i}"])
-            rows["idle_timeout_s"].append(
-                None if idle is None else to_ticks(idle, arr.unit, "idle") / per_arr
+            rows["idle_timeout"].append(
+                None if idle is None else seconds(to_ticks(idle, arr.unit, "idle") / per_arr)
             )
-            rows["bound_s"].append(b / per_ev)
+            rows["bound"].append(seconds(b / per_ev))
             rows["late_fraction"].append(late / n if n else 0.0)
             rows["late"].append(late)
             rows["records"].append(n)

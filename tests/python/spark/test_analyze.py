@@ -1,0 +1,86 @@
+"""`analyze_bounds` (one pass for every candidate bound) agrees exactly with running the
+full pipeline at each bound."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from floodmark import SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy
+from floodmark.datagen import StreamSpec, generate
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark import assign_watermarks, window_aggregate
+from floodmark.spark.analyze import analyze_bounds, nearest_rank
+
+SPEC = StreamSpec(
+    rows=8_000,
+    partitions=5,
+    keys=12,
+    duration_ms=120_000,
+    disorder_ms=3_000,
+    lag_ms=8_000,
+    quiet_from_ms=40_000,
+    quiet_for_ms=15_000,
+    very_late_fraction=0.01,
+    very_late_ms=10_000,
+    seed=3,
+)
+BOUNDS = [timedelta(0), timedelta(seconds=1), timedelta(milliseconds=2500), timedelta(seconds=6)]
+IDLE = [None, timedelta(seconds=3)]
+COLS = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+
+
+@pytest.fixture(scope="module")
+def df(spark: Any) -> Any:
+    return spark.createDataFrame(generate(SPEC)).cache()
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        TumblingEventTimeWindows.of(timedelta(seconds=5)),
+        SlidingEventTimeWindows.of(timedelta(seconds=6), timedelta(seconds=2)),
+    ],
+)
+def test_analysis_equals_full_pipeline_at_each_bound(df: Any, window: Any) -> None:
+    table = analyze_bounds(
+        df, bounds=BOUNDS, idle_timeouts=IDLE, window=window, key="key", **COLS
+    ).to_pylist()
+    assert len(table) == len(BOUNDS) * len(IDLE)
+    for row in table:
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(row["bound"])
+        if row["idle_timeout"] is not None:
+            strategy = strategy.with_idleness(row["idle_timeout"])
+        marked = assign_watermarks(df, strategy, **COLS).toArrow()
+        late = int(np.sum(marked["is_late"].to_numpy(zero_copy_only=False)))
+        assert row["late"] == late, row
+        assert row["records"] == SPEC.rows
+        out = window_aggregate(df, strategy, window, key="key", **COLS)
+        res = out.results.where("timing = 'on_time'").toArrow()
+        out.unpersist()
+        fired = res.filter(res["fired_at"].is_valid())
+        assert row["windows"] == fired.num_rows, row
+        assert row["fired_at_end"] == res.num_rows - fired.num_rows, row
+        delay = (fired["fired_at"].to_numpy() - fired["window_end"].to_numpy()) / 1000
+        ones = np.ones(len(delay), dtype=np.int64)
+        assert row["delay_median_s"] == pytest.approx(nearest_rank(delay, ones, 0.5))
+        assert row["delay_p99_s"] == pytest.approx(nearest_rank(delay, ones, 0.99))
+    lates = [r["late_fraction"] for r in table if r["idle_timeout"] is None]
+    assert lates == sorted(lates, reverse=True) and lates[0] > lates[-1]
+
+
+def test_session_windows_are_refused(df: Any) -> None:
+    from floodmark import EventTimeSessionWindows
+
+    with pytest.raises(InvalidParameterError, match="window"):
+        analyze_bounds(df, bounds=BOUNDS, window=EventTimeSessionWindows.with_gap(5000), **COLS)
+
+
+def test_nearest_rank() -> None:
+    v = np.array([3.0, 1.0, 2.0])
+    assert nearest_rank(v, np.array([1, 1, 1]), 0.5) == 2.0
+    assert nearest_rank(v, np.array([0, 5, 1]), 0.99) == 2.0
+    assert np.isnan(nearest_rank(v, np.zeros(3, dtype=np.int64), 0.5))
