@@ -67,9 +67,9 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     )
     g.add_argument(
         "--arrival",
-        required=True,
         metavar="COL",
-        help="arrival (processing) time column, e.g. the broker timestamp",
+        help="arrival (processing) time column, e.g. the broker timestamp "
+        "(default: row order within each channel, one row = 1 ms)",
     )
     g.add_argument(
         "--key",

@@ -55,7 +55,7 @@ def check_columns(df: Any, args: argparse.Namespace, extra: list[str]) -> None:
         *[("--agg", c) for c in extra],
     ]
     for option, col in named:
-        if col not in df.columns:
+        if col is not None and col not in df.columns:
             raise UsageError(
                 f"{option} {col}: the input has no such column; its columns "
                 f"are {', '.join(df.columns)}"

@@ -1,0 +1,133 @@
+"""The `floodmark` command end to end on local Spark: demo, run and analyze write their
+outputs and reports, and user errors are one line with exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from floodmark.cli import main
+from floodmark.datagen import StreamSpec, generate
+
+COLS = ["--event-time", "event_time", "--channel", "partition", "--arrival", "arrival"]
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "events.parquet"
+    spec = StreamSpec(
+        rows=20_000,
+        partitions=6,
+        keys=30,
+        duration_ms=120_000,
+        lag_ms=15_000,
+        quiet_from_ms=40_000,
+        quiet_for_ms=20_000,
+    )
+    pq.write_table(generate(spec), path)
+    return path
+
+
+def test_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--rows", "30000", "--output", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "records" in out and "30,000" in out
+    assert "dropped by Spark's watermark" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert (tmp_path / "report" / "index.html").exists()
+    results = pq.read_table(tmp_path / "results")
+    assert results.num_rows > 0
+
+
+def test_run(spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "run",
+            str(events),
+            *COLS,
+            "--key",
+            "key",
+            "--bound",
+            "2s",
+            "--idle",
+            "5s",
+            "--window",
+            "sliding:10s,5s",
+            "--agg",
+            "count",
+            "--agg",
+            "sum:value",
+            "--allowed-lateness",
+            "2s",
+            "--output",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    results = pq.read_table(tmp_path / "results")
+    late = pq.read_table(tmp_path / "late")
+    assert {"key", "window_start", "window_end", "count", "sum_value", "timing"} <= set(
+        results.column_names
+    )
+    assert late.num_rows > 0
+    assert "report:" in capsys.readouterr().out
+
+
+def test_run_unknown_column_is_one_line(
+    spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "run",
+            str(events),
+            "--event-time",
+            "nope",
+            "--channel",
+            "partition",
+            "--arrival",
+            "arrival",
+            "--key",
+            "key",
+            "--window",
+            "tumbling:10s",
+            "--output",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("floodmark: error:") and "nope" in err[0]
+
+
+def test_analyze(
+    spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "analyze",
+            str(events),
+            *COLS,
+            "--key",
+            "key",
+            "--bounds",
+            "0s,1s,3s,10s",
+            "--idle",
+            "5s",
+            "--window",
+            "tumbling:10s",
+            "--max-late",
+            "0.05",
+            "--output",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "recommended" in out or "no bound meets" in out
+    assert (tmp_path / "index.html").exists()
