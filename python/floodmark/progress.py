@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
 #: Spark settings that keep the console to floodmark's own lines.
-QUIET_SPARK_CONF: dict[str, str] = {"spark.ui.showConsoleProgress": "false"}
+_LOG4J = Path(__file__).resolve().parent / "spark" / "log4j2.properties"
+
+#: Spark settings for a quiet terminal: no console progress bar, only errors logged
+#: (takes effect when the command line starts the JVM).
+QUIET_SPARK_CONF: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_LOG4J.as_uri()}",
+}
 
 
 class Progress:
