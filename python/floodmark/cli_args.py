@@ -99,6 +99,7 @@ class WindowSpec:
         if self.kind == "tumbling":
             return TumblingEventTimeWindows.of(self.size)
         if self.kind == "sliding":
+            assert self.slide is not None, "a sliding window spec always has a slide"
             return SlidingEventTimeWindows.of(self.size, self.slide)
         return EventTimeSessionWindows.with_gap(self.size)
 

@@ -12,7 +12,7 @@ time, arrival, channel and the aggregated values.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -103,7 +103,7 @@ class WindowPlan:
     wm: WatermarkPlan
     window: Any
     keys: list[str]
-    values: dict[str, str]  # column -> "bigint" | "double"
+    values: Mapping[str, str]  # column -> "bigint" | "double"
     aggs: list[str | tuple[str, str]]
     lateness: int
     send_channel: bool
