@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TextIO
 
 #: Spark settings that keep the console to floodmark's own lines.

@@ -125,7 +125,8 @@ def make_plan(
     interval = to_ticks(emit_interval, arr.unit, "emit_interval")
     if interval <= 0:
         raise InvalidParameterError(
-            f"invalid parameter `emit_interval`: must be positive, got {emit_interval!r}"
+            f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
+            f"the arrival column's unit ({arr.unit!r}); give a longer interval"
         )
     return WatermarkPlan(ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit))
 

@@ -1,0 +1,115 @@
+"""Column types: string channels, several key columns, timestamp_ntz and integer units,
+and the default arrival (row order) all give the engine's answer."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from floodmark import TumblingEventTimeWindows, WatermarkStrategy
+from floodmark.datagen import StreamSpec, generate
+from floodmark.replay import replay
+from floodmark.spark import assign_watermarks, window_aggregate
+
+STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).with_idleness(
+    timedelta(seconds=4)
+)
+
+
+def test_string_channel_two_keys_seconds_unit(spark: Any) -> None:
+    t = generate(StreamSpec(rows=3_000, partitions=3, keys=4, duration_ms=60_000))
+    # Whole seconds, declared as unit "s"; string channels; a second key column.
+    secs = pa.table(
+        {
+            "chan": pa.array([f"p{p}" for p in t["partition"].to_pylist()]),
+            "ts": pa.array([v // 1000 for v in t["event_time"].to_pylist()]),
+            "arr": pa.array([v // 1000 for v in t["arrival"].to_pylist()]),
+            "k1": t["key"],
+            "k2": pa.array([f"g{v % 2}" for v in t["value"].to_pylist()]),
+            "value": t["value"],
+        }
+    )
+    out = window_aggregate(
+        spark.createDataFrame(secs),
+        STRATEGY,
+        TumblingEventTimeWindows.of(timedelta(seconds=10)),
+        key=["k1", "k2"],
+        event_time="ts",
+        channel="chan",
+        arrival="arr",
+        event_time_unit="s",
+        arrival_unit="s",
+        aggs=["count", ("mean", "value")],
+        emit_interval=timedelta(seconds=1),
+    )
+    want = replay(
+        secs,
+        STRATEGY,
+        event_time="ts",
+        channel="chan",
+        arrival="arr",
+        event_time_unit="s",
+        arrival_unit="s",
+        emit_interval=timedelta(seconds=1),
+        window=TumblingEventTimeWindows.of(timedelta(seconds=10)),
+        key=["k1", "k2"],
+        aggs=["count", ("mean", "value")],
+    )
+    cols = ["k1", "k2", "window_start", "window_end", "count", "mean_value", "watermark"]
+    got = out.results.toArrow()
+    assert sorted(zip(*[got[c].to_pylist() for c in cols], strict=True)) == sorted(
+        zip(*[want.results[c].to_pylist() for c in cols], strict=True)
+    )
+    out.unpersist()
+
+
+def test_timestamp_ntz_round_trips(spark: Any) -> None:
+    t0 = datetime(2026, 3, 29, 0, 59, 58)  # near a DST change in Europe: NTZ must not care
+    rows = [
+        (p, t0 + timedelta(milliseconds=700 * i), t0 + timedelta(milliseconds=700 * i + 50))
+        for p in range(2)
+        for i in range(20)
+    ]
+    df = spark.createDataFrame(rows, "p int, ts timestamp_ntz, arr timestamp_ntz")
+    out = assign_watermarks(df, STRATEGY, event_time="ts", channel="p", arrival="arr")
+    assert dict(out.dtypes)["watermark"] == "timestamp_ntz"
+    got = out.orderBy("arr", "p").toArrow().to_pylist()
+    last = got[-1]
+    # The emission before the last arrival (13.35 s) saw event times up to 12.6 s.
+    assert last["watermark"] == t0 + timedelta(milliseconds=12_600 - 1000, microseconds=-1)
+
+
+def test_default_arrival_is_row_order(spark: Any) -> None:
+    t = generate(StreamSpec(rows=2_000, partitions=2, keys=3, duration_ms=30_000))
+    df = spark.createDataFrame(t.drop(["arrival"]).sort_by("id")).coalesce(1)
+    out = assign_watermarks(df, STRATEGY, event_time="event_time", channel="partition")
+    got = out.toArrow().sort_by("id")
+    assert "arrival_index" in got.column_names
+    per_channel: dict[int, list[int]] = {}
+    for p, a in zip(got["partition"].to_pylist(), got["arrival_index"].to_pylist(), strict=True):
+        per_channel.setdefault(p, []).append(a)
+    for seq in per_channel.values():
+        assert seq == list(range(len(seq)))  # the n-th row of a channel arrives at tick n
+    want = replay(
+        got.drop(["channel_watermark", "watermark", "is_late", "error"]),
+        STRATEGY,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival_index",
+    )
+    # Integer columns keep Flink's Long.MIN_VALUE for "no watermark yet".
+    assert got["watermark"].to_pylist() == want.records.sort_by("id")["watermark"].to_pylist()
+
+
+def test_interval_below_one_tick_is_a_clear_error(spark: Any) -> None:
+    import pytest
+
+    from floodmark.exceptions import InvalidParameterError
+
+    df = spark.createDataFrame([(0, 1, 1)], "p int, ts long, arr long")
+    with pytest.raises(InvalidParameterError, match="less than one tick"):
+        assign_watermarks(
+            df, STRATEGY, event_time="ts", channel="p", arrival="arr", arrival_unit="s"
+        )
