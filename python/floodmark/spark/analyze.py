@@ -85,7 +85,7 @@ def analyze_bounds(
     window: Any,
     event_time: str,
     channel: str,
-    arrival: str,
+    arrival: str | None = None,
     key: str | Sequence[str] = (),
     idle_timeouts: Sequence[Duration | None] = (None,),
     emit_interval: Duration = timedelta(milliseconds=200),
@@ -102,7 +102,7 @@ def analyze_bounds(
     """
     from pyspark.sql import functions as F
 
-    base = make_plan(
+    df, base = make_plan(
         df,
         WatermarkStrategy.for_monotonous_timestamps(),
         event_time=event_time,

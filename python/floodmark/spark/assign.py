@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from floodmark.spark.arrival import with_default_arrival
 from floodmark.spark.columns import field_type, quote, schema_error
 from floodmark.spark.timeline import (
     Timeline,
@@ -123,8 +122,7 @@ def assign_watermarks(
         ``null_channel``; null otherwise). Watermarks are in the event-time column's
         type; null means "no watermark yet" for timestamp columns.
     """
-    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
-    plan = make_plan(
+    df, plan = make_plan(
         df,
         strategy,
         event_time=event_time,
@@ -152,8 +150,7 @@ def watermark_timeline(
     ``watermark``, ``status`` (``active``/``idle``) and ``min_channel`` (the channel
     holding the minimum, i.e. the one time waits for). Arguments as in
     :func:`assign_watermarks`."""
-    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
-    plan = make_plan(
+    df, plan = make_plan(
         df,
         strategy,
         event_time=event_time,

@@ -107,12 +107,18 @@ def make_plan(
     *,
     event_time: str | None,
     channel: str,
-    arrival: str,
+    arrival: str | None,
     emit_interval: Duration,
     event_time_unit: str | None,
     arrival_unit: str | None,
-) -> WatermarkPlan:
-    """Check the columns and parameters (before any job runs) and resolve them."""
+) -> tuple[DataFrame, WatermarkPlan]:
+    """Check the columns and parameters (before any job runs) and resolve them.
+
+    Returns ``df`` (with the default arrival column added when ``arrival`` is None, see
+    :mod:`floodmark.spark.arrival`) and the plan."""
+    from floodmark.spark.arrival import with_default_arrival
+
+    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     name = event_time or (strategy.timestamp_column if strategy else None)
     if name is None:
         raise InvalidParameterError(
@@ -128,7 +134,9 @@ def make_plan(
             f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
             f"the arrival column's unit ({arr.unit!r}); give a longer interval"
         )
-    return WatermarkPlan(ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit))
+    return df, WatermarkPlan(
+        ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
+    )
 
 
 @dataclass

@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
-from floodmark.spark.arrival import with_default_arrival
 from floodmark.spark.columns import key_column, quote, value_column
 from floodmark.spark.timeline import (
     Timeline,
@@ -248,8 +247,7 @@ def window_aggregate(
     """
     from pyspark.sql import functions as F
 
-    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
-    wm_plan = make_plan(
+    df, wm_plan = make_plan(
         df,
         strategy,
         event_time=event_time,
