@@ -4,12 +4,11 @@
 //! State is one slot per live `(key, window)`: its accumulators and its pending
 //! event-time timers (a window's timers are Flink's timer set: at most the firing
 //! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers sit in a
-//! min-heap ordered by `(time, key id, window)`; stale heap entries are skipped.
+//! B-tree set ordered by `(time, key id, window)`; stale entries are skipped.
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
@@ -119,7 +118,7 @@ pub struct WindowOperator {
     pub(crate) free: Vec<u32>,
     pub(crate) live: FxHashMap<(u32, Ticks, Ticks), u32>,
     pub(crate) by_key: Vec<Vec<(TimeWindow, u32)>>,
-    pub(crate) timers: BinaryHeap<Reverse<(Ticks, u32, Ticks, Ticks)>>,
+    pub(crate) timers: BTreeSet<(Ticks, u32, Ticks, Ticks)>,
     scratch: Vec<TimeWindow>,
     ids: Vec<u32>,
 }
@@ -168,7 +167,7 @@ impl WindowOperator {
             free: Vec::new(),
             live: FxHashMap::default(),
             by_key: Vec::new(),
-            timers: BinaryHeap::new(),
+            timers: BTreeSet::new(),
             scratch: Vec::new(),
             ids: Vec::new(),
         })
@@ -376,11 +375,11 @@ impl WindowOperator {
             return;
         }
         self.watermark = watermark;
-        while let Some(&Reverse((ts, key, start, end))) = self.timers.peek() {
+        while let Some(&(ts, key, start, end)) = self.timers.first() {
             if ts > watermark {
                 break;
             }
-            self.timers.pop();
+            self.timers.pop_first();
             self.on_timer(ts, key, TimeWindow::new(start, end), trigger, out);
         }
     }
@@ -426,7 +425,7 @@ impl WindowOperator {
         let s = &mut self.slots[slot as usize];
         if s.add_timer(ts) {
             self.timers
-                .push(Reverse((ts, s.key, s.window.start, s.window.end)));
+                .insert((ts, s.key, s.window.start, s.window.end));
         }
     }
 
@@ -541,10 +540,14 @@ impl WindowOperator {
         if cleanup <= self.watermark {
             return false;
         }
-        let slot = match self.find(key, window) {
-            Some(s) => s,
-            None => self.alloc_slot(key, window),
+        // A non-merging window registers its timers when it is created; later
+        // registrations would be no-ops (its timers are still pending, or the firing
+        // time had passed already at creation). Sessions register on every record.
+        let (slot, created) = match self.find(key, window) {
+            Some(s) => (s, false),
+            None => (self.alloc_slot(key, window), true),
         };
+        let register = created || self.cfg.assigner.is_merging();
         let stride = self.stride();
         let cells = &mut self.cells[slot as usize * stride..(slot as usize + 1) * stride];
         add_row(
@@ -559,10 +562,10 @@ impl WindowOperator {
         let max_ts = window.max_timestamp();
         if max_ts <= self.watermark {
             self.emit(slot, true, trigger, out);
-        } else {
+        } else if register {
             self.register_timer(slot, max_ts);
         }
-        if cleanup != MAX_TICKS {
+        if register && cleanup != MAX_TICKS {
             self.register_timer(slot, cleanup);
         }
         true

@@ -2,8 +2,6 @@
 //! restore), watermark, position counter, key dictionary, value types, and every live
 //! window with its accumulators and pending timers.
 
-use std::cmp::Reverse;
-
 use super::aggregate::{AggFn, Cell, ValueType};
 use super::assigner::{TimeWindow, WindowAssigner};
 use super::keys::KeyDict;
@@ -166,7 +164,7 @@ impl WindowOperator {
                 }
                 fresh
                     .timers
-                    .push(Reverse((t, key as u32, window.start, window.end)));
+                    .insert((t, key as u32, window.start, window.end));
             }
             for i in 0..stride {
                 let cell = Cell {
