@@ -1,8 +1,8 @@
 //! The live windows of the operator, stored per key: each key's windows (with their
 //! pending timers) and their accumulators sit in two small contiguous vectors, so a
 //! record touches one or two cache lines of its own key instead of scattered slots.
-//! Short lists are searched linearly; a hash map indexes every window for keys with
-//! many live windows (long sliding windows, large lateness).
+//! Short lists are searched linearly; once a key has more than 16 live windows (long
+//! sliding windows, large lateness) a hash map indexes its windows until it has none.
 
 use rustc_hash::FxHashMap;
 
@@ -55,6 +55,8 @@ impl WinMeta {
 struct KeyWindows {
     wins: Vec<WinMeta>,
     cells: Vec<Cell>,
+    /// Whether the hash index holds this key's windows (once it had many).
+    indexed: bool,
 }
 
 /// All live windows, by key id.
@@ -63,6 +65,7 @@ pub(crate) struct WindowStore {
     stride: usize,
     by_key: Vec<KeyWindows>,
     index: FxHashMap<(u32, Ticks, Ticks), u32>,
+    len: usize,
 }
 
 impl WindowStore {
@@ -72,24 +75,24 @@ impl WindowStore {
             stride,
             by_key: Vec::new(),
             index: FxHashMap::default(),
+            len: 0,
         }
     }
 
     /// Number of live windows.
     pub(crate) fn len(&self) -> usize {
-        self.index.len()
+        self.len
     }
 
     /// Position of `window` in the list of `key`.
     #[inline]
     pub(crate) fn find(&self, key: u32, window: TimeWindow) -> Option<usize> {
         let kw = self.by_key.get(key as usize)?;
-        if kw.wins.len() <= SCAN_LIMIT {
-            kw.wins.iter().position(|m| m.window == window)
+        if kw.indexed {
+            let found = self.index.get(&(key, window.start, window.end));
+            found.map(|&i| i as usize)
         } else {
-            self.index
-                .get(&(key, window.start, window.end))
-                .map(|&i| i as usize)
+            kw.wins.iter().position(|m| m.window == window)
         }
     }
 
@@ -101,15 +104,25 @@ impl WindowStore {
         }
         let kw = &mut self.by_key[key as usize];
         let idx = kw.wins.len();
-        kw.wins.push(WinMeta {
+        let meta = WinMeta {
             window,
             timers: [0; 2],
             n_timers: 0,
-        });
+        };
+        kw.wins.push(meta);
         kw.cells
             .resize(kw.cells.len() + self.stride, Cell::default());
-        self.index
-            .insert((key, window.start, window.end), idx as u32);
+        self.len += 1;
+        if kw.indexed {
+            self.index
+                .insert((key, window.start, window.end), idx as u32);
+        } else if kw.wins.len() > SCAN_LIMIT {
+            kw.indexed = true;
+            for (i, m) in kw.wins.iter().enumerate() {
+                self.index
+                    .insert((key, m.window.start, m.window.end), i as u32);
+            }
+        }
         idx
     }
 
@@ -118,17 +131,26 @@ impl WindowStore {
         let stride = self.stride;
         let kw = &mut self.by_key[key as usize];
         let gone = kw.wins.swap_remove(idx).window;
-        self.index.remove(&(key, gone.start, gone.end));
+        self.len -= 1;
+        if kw.indexed {
+            self.index.remove(&(key, gone.start, gone.end));
+        }
         let last = kw.wins.len();
         if idx < last {
-            kw.cells
-                .copy_within(last * stride..(last + 1) * stride, idx * stride);
-            let moved = kw.wins[idx].window;
-            self.index.insert((key, moved.start, moved.end), idx as u32);
+            let moved_cells = last * stride..(last + 1) * stride;
+            kw.cells.copy_within(moved_cells, idx * stride);
+            if kw.indexed {
+                let moved = kw.wins[idx].window;
+                self.index.insert((key, moved.start, moved.end), idx as u32);
+            }
         }
         kw.cells.truncate(last * stride);
-        if last == 0 && kw.wins.capacity() > 8 {
-            *kw = KeyWindows::default();
+        if last == 0 {
+            // no index entries remain for the key: back to linear search
+            kw.indexed = false;
+            if kw.wins.capacity() > 8 {
+                *kw = KeyWindows::default();
+            }
         }
     }
 
