@@ -345,7 +345,7 @@ impl WindowOperator {
         let Some(idx) = self.store.find(key, window) else {
             return;
         };
-        if !self.store.meta_mut(key, idx).take_timer(ts) {
+        if !self.store.take_timer(key, idx, ts) {
             return;
         }
         if ts == window.max_timestamp() {
@@ -357,7 +357,7 @@ impl WindowOperator {
     }
 
     fn emit(&mut self, key: u32, idx: usize, late: bool, trigger: Trigger, out: &mut Output) {
-        let window = self.store.windows(key)[idx].window;
+        let window = self.store.window(key, idx);
         let cells = self.store.cells(key, idx);
         out.results.push(
             key,
@@ -371,9 +371,8 @@ impl WindowOperator {
     }
 
     fn register_timer(&mut self, key: u32, idx: usize, ts: Ticks) {
-        let meta = self.store.meta_mut(key, idx);
-        if meta.add_timer(ts) {
-            let w = meta.window;
+        if self.store.add_timer(key, idx, ts) {
+            let w = self.store.window(key, idx);
             self.timers.insert((ts, key, w.start, w.end));
         }
     }
@@ -470,23 +469,17 @@ impl WindowOperator {
     /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
     /// the key's live windows with it and returns the window the record goes to.
     fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
-        let list = self.store.windows(key);
-        if list.is_empty() {
-            return new;
-        }
         // Fast path: live windows of a key never touch each other, so unless the new
         // window touches two of them or extends one, nothing merges.
         if new.start < new.end {
-            let mut touching = list.iter().filter(|m| m.window.intersects(&new));
+            let mut touching = self.store.windows(key).filter(|w| w.intersects(&new));
             match (touching.next(), touching.next()) {
                 (None, _) => return new,
-                (Some(m), None) if m.window.start <= new.start && m.window.end >= new.end => {
-                    return m.window
-                }
+                (Some(w), None) if w.start <= new.start && w.end >= new.end => return w,
                 _ => {}
             }
         }
-        let mut all: Vec<TimeWindow> = list.iter().map(|m| m.window).collect();
+        let mut all: Vec<TimeWindow> = self.store.windows(key).collect();
         all.push(new);
         let mut result = new;
         for merge in merge_windows(&all) {

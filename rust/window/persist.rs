@@ -105,15 +105,15 @@ impl WindowOperator {
         }
         self.keys.write(&mut w);
         w.u64(self.store.len() as u64);
-        for (key, meta, cells) in self.store.iter() {
-            w.u64(u64::from(key))
-                .i64(meta.window.start)
-                .i64(meta.window.end);
-            w.u64(meta.timers().len() as u64);
-            for &t in meta.timers() {
+        for (key, idx) in self.store.positions() {
+            let window = self.store.window(key, idx);
+            w.u64(u64::from(key)).i64(window.start).i64(window.end);
+            let timers = self.store.timers(key, idx);
+            w.u64(timers.len() as u64);
+            for &t in &timers {
                 w.i64(t);
             }
-            for c in cells {
+            for c in self.store.cells(key, idx) {
                 w.u64(c.a).u64(c.n).i64(c.t).u64(c.s);
             }
         }
@@ -161,7 +161,7 @@ impl WindowOperator {
             let nt = r.len(8)?;
             for _ in 0..nt {
                 let t = r.i64()?;
-                if !fresh.store.meta_mut(key, idx).add_timer(t) {
+                if !fresh.store.add_timer(key, idx, t) {
                     return Err(Error::Snapshot("bad window timers".into()));
                 }
                 fresh.timers.insert((t, key, window.start, window.end));

@@ -1,62 +1,32 @@
-//! The live windows of the operator, stored per key: each key's windows (with their
-//! pending timers) and their accumulators sit in two small contiguous vectors, so a
-//! record touches one or two cache lines of its own key instead of scattered slots.
+//! The live windows of the operator, stored per key in one contiguous vector of
+//! cells: each window is a header cell (start, end, two pending timers) followed by
+//! its accumulator cells, so a record touches one or two cache lines of its own key.
 //! Short lists are searched linearly; once a key has more than 16 live windows (long
 //! sliding windows, large lateness) a hash map indexes its windows until it has none.
+//!
+//! A window's pending timers are Flink's timer set for it: at most `max_timestamp`
+//! and the cleanup time. `MIN` marks "no timer": a timer is only ever registered
+//! above the current watermark, so it is never `MIN`.
 
 use rustc_hash::FxHashMap;
 
 use super::aggregate::Cell;
 use super::assigner::TimeWindow;
-use crate::time::Ticks;
+use crate::time::{Ticks, MIN_TICKS};
 
 /// Lists of live windows up to this length are searched linearly.
 const SCAN_LIMIT: usize = 16;
 
-/// One live window of a key and its pending timers (Flink's timer set for the
-/// window: at most `max_timestamp` and the cleanup time).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct WinMeta {
-    pub window: TimeWindow,
-    timers: [Ticks; 2],
-    n_timers: u8,
-}
-
-impl WinMeta {
-    /// The pending timers.
-    pub(crate) fn timers(&self) -> &[Ticks] {
-        &self.timers[..usize::from(self.n_timers)]
-    }
-
-    /// Adds a timer; `false` if it was already pending.
-    pub(crate) fn add_timer(&mut self, ts: Ticks) -> bool {
-        if self.timers().contains(&ts) || self.n_timers >= 2 {
-            return false;
-        }
-        self.timers[usize::from(self.n_timers)] = ts;
-        self.n_timers += 1;
-        true
-    }
-
-    /// Removes a pending timer; `false` if it was not pending.
-    pub(crate) fn take_timer(&mut self, ts: Ticks) -> bool {
-        match self.timers().iter().position(|&t| t == ts) {
-            Some(i) => {
-                self.timers.swap(i, usize::from(self.n_timers) - 1);
-                self.n_timers -= 1;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
 #[derive(Clone, Debug, Default)]
 struct KeyWindows {
-    wins: Vec<WinMeta>,
-    cells: Vec<Cell>,
+    /// `(1 + stride)` cells per window: header, then accumulators.
+    buf: Vec<Cell>,
     /// Whether the hash index holds this key's windows (once it had many).
     indexed: bool,
+}
+
+fn header_window(c: &Cell) -> TimeWindow {
+    TimeWindow::new(c.a as i64, c.n as i64)
 }
 
 /// All live windows, by key id.
@@ -79,6 +49,10 @@ impl WindowStore {
         }
     }
 
+    fn step(&self) -> usize {
+        self.stride + 1
+    }
+
     /// Number of live windows.
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -92,7 +66,10 @@ impl WindowStore {
             let found = self.index.get(&(key, window.start, window.end));
             found.map(|&i| i as usize)
         } else {
-            kw.wins.iter().position(|m| m.window == window)
+            kw.buf
+                .iter()
+                .step_by(self.step())
+                .position(|h| h.a == window.start as u64 && h.n == window.end as u64)
         }
     }
 
@@ -102,25 +79,25 @@ impl WindowStore {
             self.by_key
                 .resize_with(key as usize + 1, KeyWindows::default);
         }
+        let step = self.step();
         let kw = &mut self.by_key[key as usize];
-        let idx = kw.wins.len();
-        let meta = WinMeta {
-            window,
-            timers: [0; 2],
-            n_timers: 0,
-        };
-        kw.wins.push(meta);
-        kw.cells
-            .resize(kw.cells.len() + self.stride, Cell::default());
+        let idx = kw.buf.len() / step;
+        kw.buf.push(Cell {
+            a: window.start as u64,
+            n: window.end as u64,
+            t: MIN_TICKS,
+            s: MIN_TICKS as u64,
+        });
+        kw.buf.resize(kw.buf.len() + self.stride, Cell::default());
         self.len += 1;
         if kw.indexed {
             self.index
                 .insert((key, window.start, window.end), idx as u32);
-        } else if kw.wins.len() > SCAN_LIMIT {
+        } else if idx + 1 > SCAN_LIMIT {
             kw.indexed = true;
-            for (i, m) in kw.wins.iter().enumerate() {
-                self.index
-                    .insert((key, m.window.start, m.window.end), i as u32);
+            for (i, h) in kw.buf.iter().step_by(step).enumerate() {
+                let w = header_window(h);
+                self.index.insert((key, w.start, w.end), i as u32);
             }
         }
         idx
@@ -128,60 +105,111 @@ impl WindowStore {
 
     /// Removes the window at `idx` of `key` (the key's last window takes its place).
     pub(crate) fn free(&mut self, key: u32, idx: usize) {
-        let stride = self.stride;
+        let step = self.step();
         let kw = &mut self.by_key[key as usize];
-        let gone = kw.wins.swap_remove(idx).window;
+        let gone = header_window(&kw.buf[idx * step]);
         self.len -= 1;
         if kw.indexed {
             self.index.remove(&(key, gone.start, gone.end));
         }
-        let last = kw.wins.len();
+        let last = kw.buf.len() / step - 1;
         if idx < last {
-            let moved_cells = last * stride..(last + 1) * stride;
-            kw.cells.copy_within(moved_cells, idx * stride);
+            kw.buf
+                .copy_within(last * step..(last + 1) * step, idx * step);
             if kw.indexed {
-                let moved = kw.wins[idx].window;
+                let moved = header_window(&kw.buf[idx * step]);
                 self.index.insert((key, moved.start, moved.end), idx as u32);
             }
         }
-        kw.cells.truncate(last * stride);
+        kw.buf.truncate(last * step);
         if last == 0 {
             // no index entries remain for the key: back to linear search
             kw.indexed = false;
-            if kw.wins.capacity() > 8 {
+            if kw.buf.capacity() > 8 * step {
                 *kw = KeyWindows::default();
             }
         }
     }
 
-    /// The windows of `key`.
-    pub(crate) fn windows(&self, key: u32) -> &[WinMeta] {
-        self.by_key.get(key as usize).map_or(&[], |kw| &kw.wins)
+    /// The live windows of `key`.
+    pub(crate) fn windows(&self, key: u32) -> impl Iterator<Item = TimeWindow> + '_ {
+        let buf = self.by_key.get(key as usize).map_or(&[][..], |kw| &kw.buf);
+        buf.iter().step_by(self.step()).map(header_window)
     }
 
     /// The window at `idx` of `key`.
-    pub(crate) fn meta_mut(&mut self, key: u32, idx: usize) -> &mut WinMeta {
-        &mut self.by_key[key as usize].wins[idx]
+    pub(crate) fn window(&self, key: u32, idx: usize) -> TimeWindow {
+        header_window(&self.by_key[key as usize].buf[idx * self.step()])
+    }
+
+    fn header_mut(&mut self, key: u32, idx: usize) -> &mut Cell {
+        let step = self.step();
+        &mut self.by_key[key as usize].buf[idx * step]
+    }
+
+    /// The pending timers of the window at `idx` of `key`.
+    pub(crate) fn timers(&self, key: u32, idx: usize) -> Vec<Ticks> {
+        let h = &self.by_key[key as usize].buf[idx * self.step()];
+        [h.t, h.s as i64]
+            .into_iter()
+            .filter(|&t| t != MIN_TICKS)
+            .collect()
+    }
+
+    /// Adds a timer; `false` if it was already pending (or is `MIN`).
+    pub(crate) fn add_timer(&mut self, key: u32, idx: usize, ts: Ticks) -> bool {
+        let h = self.header_mut(key, idx);
+        if ts == MIN_TICKS || h.t == ts || h.s as i64 == ts {
+            return false;
+        }
+        if h.t == MIN_TICKS {
+            h.t = ts;
+            true
+        } else if h.s as i64 == MIN_TICKS {
+            h.s = ts as u64;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Removes a pending timer; `false` if it was not pending.
+    pub(crate) fn take_timer(&mut self, key: u32, idx: usize, ts: Ticks) -> bool {
+        let h = self.header_mut(key, idx);
+        if ts == MIN_TICKS {
+            false
+        } else if h.t == ts {
+            h.t = MIN_TICKS;
+            true
+        } else if h.s as i64 == ts {
+            h.s = MIN_TICKS as u64;
+            true
+        } else {
+            false
+        }
     }
 
     /// The accumulators of the window at `idx` of `key`.
     pub(crate) fn cells(&self, key: u32, idx: usize) -> &[Cell] {
-        &self.by_key[key as usize].cells[idx * self.stride..(idx + 1) * self.stride]
+        let at = idx * self.step() + 1;
+        &self.by_key[key as usize].buf[at..at + self.stride]
     }
 
     /// The accumulators of the window at `idx` of `key`, mutable.
+    #[inline]
     pub(crate) fn cells_mut(&mut self, key: u32, idx: usize) -> &mut [Cell] {
-        &mut self.by_key[key as usize].cells[idx * self.stride..(idx + 1) * self.stride]
+        let at = idx * self.step() + 1;
+        &mut self.by_key[key as usize].buf[at..at + self.stride]
     }
 
-    /// Every window as `(key, meta, cells)`, by key id, then list order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &WinMeta, &[Cell])> + '_ {
-        self.by_key.iter().enumerate().flat_map(move |(k, kw)| {
-            kw.wins
-                .iter()
-                .zip(kw.cells.chunks(self.stride.max(1)))
-                .map(move |(m, c)| (k as u32, m, c))
-        })
+    /// Every window as `(key, position)`, by key id, then list order.
+    pub(crate) fn positions(&self) -> Vec<(u32, usize)> {
+        let step = self.step();
+        self.by_key
+            .iter()
+            .enumerate()
+            .flat_map(|(k, kw)| (0..kw.buf.len() / step).map(move |i| (k as u32, i)))
+            .collect()
     }
 }
 
@@ -204,14 +232,25 @@ mod tests {
         }
         for i in 0..40 {
             match s.find(3, w(i)) {
-                Some(idx) => assert_eq!(s.cells(3, idx)[0].n, i as u64),
+                Some(idx) => {
+                    assert_eq!(s.cells(3, idx)[0].n, i as u64);
+                    assert_eq!(s.window(3, idx), w(i));
+                }
                 None => assert_eq!(i % 3, 0),
             }
         }
         assert!(s.find(9, w(1)).is_none());
-        assert!(s.meta_mut(3, 0).add_timer(5));
-        assert!(!s.meta_mut(3, 0).add_timer(5));
-        assert!(s.meta_mut(3, 0).take_timer(5));
-        assert_eq!(s.iter().count(), s.len());
+        assert!(s.add_timer(3, 0, 5));
+        assert!(!s.add_timer(3, 0, 5));
+        assert!(s.add_timer(3, 0, 7));
+        assert_eq!(s.timers(3, 0), vec![5, 7]);
+        assert!(s.take_timer(3, 0, 5));
+        assert!(!s.take_timer(3, 0, 5));
+        assert_eq!(s.positions().len(), s.len());
+        while let Some(&(k, i)) = s.positions().last() {
+            s.free(k, i);
+        }
+        assert_eq!(s.len(), 0);
+        assert!(s.find(3, w(1)).is_none());
     }
 }
