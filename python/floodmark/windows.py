@@ -199,7 +199,8 @@ def _to_batch(batch: BatchLike) -> pa.RecordBatch:
 def _time_column(arr: pa.Array, name: str, unit: str) -> pa.Array:
     t = arr.type
     if pa.types.is_timestamp(t):
-        return arr.cast(pa.timestamp(unit, tz=t.tz)).cast(pa.int64())
+        # a finer timestamp is truncated to whole ticks of `unit`
+        return arr.cast(pa.timestamp(unit, tz=t.tz), safe=False).cast(pa.int64())
     if pa.types.is_integer(t) and t != pa.uint64():
         return arr.cast(pa.int64())
     raise SchemaError(f"invalid input `{name}`: expected an integer or timestamp column, got {t}")

@@ -4,19 +4,17 @@
 //! State is one slot per live `(key, window)`: its accumulators and its pending
 //! event-time timers (a window's timers are Flink's timer set: at most the firing
 //! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers sit in a
-//! min-heap ordered by `(time, key id, window)`; stale heap entries are skipped.
+//! B-tree set ordered by `(time, key id, window)`; stale entries are skipped.
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use rustc_hash::FxHashMap;
+use std::collections::BTreeSet;
 
 use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
 use super::assigner::{merge_windows, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
 use super::output::{DropReason, Output, Trigger};
+use super::store::WindowStore;
 use crate::error::{Error, Result};
 use crate::time::{Ticks, MAX_TICKS, MIN_TICKS};
 
@@ -64,48 +62,6 @@ pub struct Batch<'a> {
     pub arrival_valid: Option<&'a [bool]>,
 }
 
-/// Lists of live windows up to this length are searched linearly; longer ones go
-/// through the hash map.
-const SCAN_LIMIT: usize = 16;
-
-/// One live `(key, window)`: its pending timers (at most two distinct times exist for
-/// a window: `max_timestamp` and the cleanup time).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Slot {
-    pub key: u32,
-    pub window: TimeWindow,
-    pub timers: [Ticks; 2],
-    pub n_timers: u8,
-}
-
-impl Slot {
-    pub(crate) fn timers(&self) -> &[Ticks] {
-        &self.timers[..usize::from(self.n_timers)]
-    }
-
-    /// Adds a timer; `false` if it was already pending.
-    pub(crate) fn add_timer(&mut self, ts: Ticks) -> bool {
-        if self.timers().contains(&ts) || self.n_timers >= 2 {
-            return false;
-        }
-        self.timers[usize::from(self.n_timers)] = ts;
-        self.n_timers += 1;
-        true
-    }
-
-    /// Removes a pending timer; `false` if it was not pending.
-    fn take_timer(&mut self, ts: Ticks) -> bool {
-        match self.timers().iter().position(|&t| t == ts) {
-            Some(i) => {
-                self.timers.swap(i, usize::from(self.n_timers) - 1);
-                self.n_timers -= 1;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
 /// The keyed event-time window operator.
 #[derive(Clone, Debug)]
 pub struct WindowOperator {
@@ -114,12 +70,8 @@ pub struct WindowOperator {
     pub(crate) value_types: Option<Vec<ValueType>>,
     pub(crate) watermark: Ticks,
     pub(crate) position: u64,
-    pub(crate) slots: Vec<Slot>,
-    pub(crate) cells: Vec<Cell>,
-    pub(crate) free: Vec<u32>,
-    pub(crate) live: FxHashMap<(u32, Ticks, Ticks), u32>,
-    pub(crate) by_key: Vec<Vec<(TimeWindow, u32)>>,
-    pub(crate) timers: BinaryHeap<Reverse<(Ticks, u32, Ticks, Ticks)>>,
+    pub(crate) store: WindowStore,
+    pub(crate) timers: BTreeSet<(Ticks, u32, Ticks, Ticks)>,
     scratch: Vec<TimeWindow>,
     ids: Vec<u32>,
 }
@@ -157,18 +109,15 @@ impl WindowOperator {
             }
         }
         let keys = KeyDict::new(cfg.key_names.clone());
+        let stride = cfg.aggs.len();
         Ok(Self {
             cfg,
             keys,
             value_types: None,
             watermark: MIN_TICKS,
             position: 0,
-            slots: Vec::new(),
-            cells: Vec::new(),
-            free: Vec::new(),
-            live: FxHashMap::default(),
-            by_key: Vec::new(),
-            timers: BinaryHeap::new(),
+            store: WindowStore::new(stride),
+            timers: BTreeSet::new(),
             scratch: Vec::new(),
             ids: Vec::new(),
         })
@@ -196,7 +145,7 @@ impl WindowOperator {
 
     /// Number of live windows (all keys).
     pub fn live_windows(&self) -> usize {
-        self.live.len()
+        self.store.len()
     }
 
     /// Value column types, once fixed by the first batch.
@@ -376,11 +325,11 @@ impl WindowOperator {
             return;
         }
         self.watermark = watermark;
-        while let Some(&Reverse((ts, key, start, end))) = self.timers.peek() {
+        while let Some(&(ts, key, start, end)) = self.timers.first() {
             if ts > watermark {
                 break;
             }
-            self.timers.pop();
+            self.timers.pop_first();
             self.on_timer(ts, key, TimeWindow::new(start, end), trigger, out);
         }
     }
@@ -393,27 +342,26 @@ impl WindowOperator {
         trigger: Trigger,
         out: &mut Output,
     ) {
-        let Some(slot) = self.find(key, window) else {
+        let Some(idx) = self.store.find(key, window) else {
             return;
         };
-        if !self.slots[slot as usize].take_timer(ts) {
+        if !self.store.take_timer(key, idx, ts) {
             return;
         }
         if ts == window.max_timestamp() {
-            self.emit(slot, false, trigger, out);
+            self.emit(key, idx, false, trigger, out);
         }
         if ts == self.cleanup_time(&window) {
-            self.free_slot(slot);
+            self.store.free(key, idx);
         }
     }
 
-    fn emit(&mut self, slot: u32, late: bool, trigger: Trigger, out: &mut Output) {
-        let s = &self.slots[slot as usize];
-        let stride = self.stride();
-        let cells = &self.cells[slot as usize * stride..(slot as usize + 1) * stride];
+    fn emit(&mut self, key: u32, idx: usize, late: bool, trigger: Trigger, out: &mut Output) {
+        let window = self.store.window(key, idx);
+        let cells = self.store.cells(key, idx);
         out.results.push(
-            s.key,
-            s.window,
+            key,
+            window,
             self.watermark,
             late,
             &trigger,
@@ -422,63 +370,10 @@ impl WindowOperator {
         );
     }
 
-    fn register_timer(&mut self, slot: u32, ts: Ticks) {
-        let s = &mut self.slots[slot as usize];
-        if s.add_timer(ts) {
-            self.timers
-                .push(Reverse((ts, s.key, s.window.start, s.window.end)));
-        }
-    }
-
-    pub(crate) fn alloc_slot(&mut self, key: u32, window: TimeWindow) -> u32 {
-        let stride = self.stride();
-        let slot = Slot {
-            key,
-            window,
-            timers: [0; 2],
-            n_timers: 0,
-        };
-        let id = if let Some(id) = self.free.pop() {
-            self.slots[id as usize] = slot;
-            self.cells[id as usize * stride..(id as usize + 1) * stride].fill(Cell::default());
-            id
-        } else {
-            self.slots.push(slot);
-            self.cells
-                .extend(std::iter::repeat(Cell::default()).take(stride));
-            (self.slots.len() - 1) as u32
-        };
-        self.live.insert((key, window.start, window.end), id);
-        if self.by_key.len() <= key as usize {
-            self.by_key.resize_with(key as usize + 1, Vec::new);
-        }
-        self.by_key[key as usize].push((window, id));
-        id
-    }
-
-    fn free_slot(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        s.n_timers = 0;
-        let (key, window) = (s.key, s.window);
-        self.live.remove(&(key, window.start, window.end));
-        let list = &mut self.by_key[key as usize];
-        if let Some(i) = list.iter().position(|&(_, id)| id == slot) {
-            list.swap_remove(i);
-        }
-        if list.is_empty() && list.capacity() > 8 {
-            *list = Vec::new();
-        }
-        self.free.push(slot);
-    }
-
-    /// The slot of the live window `window` of `key`, if any.
-    #[inline]
-    fn find(&self, key: u32, window: TimeWindow) -> Option<u32> {
-        let list = self.by_key.get(key as usize)?;
-        if list.len() <= SCAN_LIMIT {
-            list.iter().find(|(w, _)| *w == window).map(|&(_, id)| id)
-        } else {
-            self.live.get(&(key, window.start, window.end)).copied()
+    fn register_timer(&mut self, key: u32, idx: usize, ts: Ticks) {
+        if self.store.add_timer(key, idx, ts) {
+            let w = self.store.window(key, idx);
+            self.timers.insert((ts, key, w.start, w.end));
         }
     }
 
@@ -541,12 +436,15 @@ impl WindowOperator {
         if cleanup <= self.watermark {
             return false;
         }
-        let slot = match self.find(key, window) {
-            Some(s) => s,
-            None => self.alloc_slot(key, window),
+        // A non-merging window registers its timers when it is created; later
+        // registrations would be no-ops (its timers are still pending, or the firing
+        // time had passed already at creation). Sessions register on every record.
+        let (idx, created) = match self.store.find(key, window) {
+            Some(i) => (i, false),
+            None => (self.store.alloc(key, window), true),
         };
-        let stride = self.stride();
-        let cells = &mut self.cells[slot as usize * stride..(slot as usize + 1) * stride];
+        let register = created || self.cfg.assigner.is_merging();
+        let cells = self.store.cells_mut(key, idx);
         add_row(
             cells,
             &self.cfg.aggs,
@@ -558,12 +456,12 @@ impl WindowOperator {
         );
         let max_ts = window.max_timestamp();
         if max_ts <= self.watermark {
-            self.emit(slot, true, trigger, out);
-        } else {
-            self.register_timer(slot, max_ts);
+            self.emit(key, idx, true, trigger, out);
+        } else if register {
+            self.register_timer(key, idx, max_ts);
         }
-        if cleanup != MAX_TICKS {
-            self.register_timer(slot, cleanup);
+        if register && cleanup != MAX_TICKS {
+            self.register_timer(key, idx, cleanup);
         }
         true
     }
@@ -571,20 +469,17 @@ impl WindowOperator {
     /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
     /// the key's live windows with it and returns the window the record goes to.
     fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
-        let Some(list) = self.by_key.get(key as usize) else {
-            return new;
-        };
         // Fast path: live windows of a key never touch each other, so unless the new
         // window touches two of them or extends one, nothing merges.
         if new.start < new.end {
-            let mut touching = list.iter().filter(|(w, _)| w.intersects(&new));
+            let mut touching = self.store.windows(key).filter(|w| w.intersects(&new));
             match (touching.next(), touching.next()) {
                 (None, _) => return new,
-                (Some(&(w, _)), None) if w.start <= new.start && w.end >= new.end => return w,
+                (Some(w), None) if w.start <= new.start && w.end >= new.end => return w,
                 _ => {}
             }
         }
-        let mut all: Vec<TimeWindow> = list.iter().map(|&(w, _)| w).collect();
+        let mut all: Vec<TimeWindow> = self.store.windows(key).collect();
         all.push(new);
         let mut result = new;
         for merge in merge_windows(&all) {
@@ -602,17 +497,16 @@ impl WindowOperator {
             let types = self.value_types.clone().unwrap_or_default();
             let mut acc = vec![Cell::default(); stride];
             for w in &merged {
-                if let Some(s) = self.find(key, *w) {
-                    let from = &self.cells[s as usize * stride..(s as usize + 1) * stride];
-                    merge_cells(&mut acc, from, &self.cfg.aggs, &types);
-                    self.free_slot(s);
+                if let Some(i) = self.store.find(key, *w) {
+                    merge_cells(&mut acc, self.store.cells(key, i), &self.cfg.aggs, &types);
+                    self.store.free(key, i);
                 }
             }
-            let slot = self.alloc_slot(key, merge.into);
-            self.cells[slot as usize * stride..(slot as usize + 1) * stride].copy_from_slice(&acc);
+            let idx = self.store.alloc(key, merge.into);
+            self.store.cells_mut(key, idx).copy_from_slice(&acc);
             let max_ts = merge.into.max_timestamp();
             if max_ts > self.watermark {
-                self.register_timer(slot, max_ts);
+                self.register_timer(key, idx, max_ts);
             }
         }
         result

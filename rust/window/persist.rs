@@ -2,8 +2,6 @@
 //! restore), watermark, position counter, key dictionary, value types, and every live
 //! window with its accumulators and pending timers.
 
-use std::cmp::Reverse;
-
 use super::aggregate::{AggFn, Cell, ValueType};
 use super::assigner::{TimeWindow, WindowAssigner};
 use super::keys::KeyDict;
@@ -106,18 +104,16 @@ impl WindowOperator {
             }
         }
         self.keys.write(&mut w);
-        let stride = self.cfg.aggs.len();
-        let mut live: Vec<(&(u32, i64, i64), &u32)> = self.live.iter().collect();
-        live.sort();
-        w.u64(live.len() as u64);
-        for (&(key, start, end), &slot) in live {
-            w.u64(u64::from(key)).i64(start).i64(end);
-            let timers = self.slots[slot as usize].timers();
+        w.u64(self.store.len() as u64);
+        for (key, idx) in self.store.positions() {
+            let window = self.store.window(key, idx);
+            w.u64(u64::from(key)).i64(window.start).i64(window.end);
+            let timers = self.store.timers(key, idx);
             w.u64(timers.len() as u64);
-            for &t in timers {
+            for &t in &timers {
                 w.i64(t);
             }
-            for c in &self.cells[slot as usize * stride..(slot as usize + 1) * stride] {
+            for c in self.store.cells(key, idx) {
                 w.u64(c.a).u64(c.n).i64(c.t).u64(c.s);
             }
         }
@@ -157,16 +153,18 @@ impl WindowOperator {
                 return Err(Error::Snapshot("window of an unknown key".into()));
             }
             let window = TimeWindow::new(r.i64()?, r.i64()?);
-            let slot = fresh.alloc_slot(key as u32, window);
+            let key = key as u32;
+            if fresh.store.find(key, window).is_some() {
+                return Err(Error::Snapshot("duplicate window".into()));
+            }
+            let idx = fresh.store.alloc(key, window);
             let nt = r.len(8)?;
             for _ in 0..nt {
                 let t = r.i64()?;
-                if !fresh.slots[slot as usize].add_timer(t) {
+                if !fresh.store.add_timer(key, idx, t) {
                     return Err(Error::Snapshot("bad window timers".into()));
                 }
-                fresh
-                    .timers
-                    .push(Reverse((t, key as u32, window.start, window.end)));
+                fresh.timers.insert((t, key, window.start, window.end));
             }
             for i in 0..stride {
                 let cell = Cell {
@@ -175,7 +173,7 @@ impl WindowOperator {
                     t: r.i64()?,
                     s: r.u64()?,
                 };
-                fresh.cells[slot as usize * stride + i] = cell;
+                fresh.store.cells_mut(key, idx)[i] = cell;
             }
         }
         r.finish()?;

@@ -1,0 +1,256 @@
+//! The live windows of the operator, stored per key in one contiguous vector of
+//! cells: each window is a header cell (start, end, two pending timers) followed by
+//! its accumulator cells, so a record touches one or two cache lines of its own key.
+//! Short lists are searched linearly; once a key has more than 16 live windows (long
+//! sliding windows, large lateness) a hash map indexes its windows until it has none.
+//!
+//! A window's pending timers are Flink's timer set for it: at most `max_timestamp`
+//! and the cleanup time. `MIN` marks "no timer": a timer is only ever registered
+//! above the current watermark, so it is never `MIN`.
+
+use rustc_hash::FxHashMap;
+
+use super::aggregate::Cell;
+use super::assigner::TimeWindow;
+use crate::time::{Ticks, MIN_TICKS};
+
+/// Lists of live windows up to this length are searched linearly.
+const SCAN_LIMIT: usize = 16;
+
+#[derive(Clone, Debug, Default)]
+struct KeyWindows {
+    /// `(1 + stride)` cells per window: header, then accumulators.
+    buf: Vec<Cell>,
+    /// Whether the hash index holds this key's windows (once it had many).
+    indexed: bool,
+}
+
+fn header_window(c: &Cell) -> TimeWindow {
+    TimeWindow::new(c.a as i64, c.n as i64)
+}
+
+/// All live windows, by key id.
+#[derive(Clone, Debug)]
+pub(crate) struct WindowStore {
+    stride: usize,
+    by_key: Vec<KeyWindows>,
+    index: FxHashMap<(u32, Ticks, Ticks), u32>,
+    len: usize,
+}
+
+impl WindowStore {
+    /// An empty store for `stride` accumulator cells per window.
+    pub(crate) fn new(stride: usize) -> Self {
+        Self {
+            stride,
+            by_key: Vec::new(),
+            index: FxHashMap::default(),
+            len: 0,
+        }
+    }
+
+    fn step(&self) -> usize {
+        self.stride + 1
+    }
+
+    /// Number of live windows.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Position of `window` in the list of `key`.
+    #[inline]
+    pub(crate) fn find(&self, key: u32, window: TimeWindow) -> Option<usize> {
+        let kw = self.by_key.get(key as usize)?;
+        if kw.indexed {
+            let found = self.index.get(&(key, window.start, window.end));
+            found.map(|&i| i as usize)
+        } else {
+            kw.buf
+                .iter()
+                .step_by(self.step())
+                .position(|h| h.a == window.start as u64 && h.n == window.end as u64)
+        }
+    }
+
+    /// Adds an empty window (no timers, fresh cells); returns its position.
+    pub(crate) fn alloc(&mut self, key: u32, window: TimeWindow) -> usize {
+        if self.by_key.len() <= key as usize {
+            self.by_key
+                .resize_with(key as usize + 1, KeyWindows::default);
+        }
+        let step = self.step();
+        let kw = &mut self.by_key[key as usize];
+        let idx = kw.buf.len() / step;
+        kw.buf.push(Cell {
+            a: window.start as u64,
+            n: window.end as u64,
+            t: MIN_TICKS,
+            s: MIN_TICKS as u64,
+        });
+        kw.buf.resize(kw.buf.len() + self.stride, Cell::default());
+        self.len += 1;
+        if kw.indexed {
+            self.index
+                .insert((key, window.start, window.end), idx as u32);
+        } else if idx + 1 > SCAN_LIMIT {
+            kw.indexed = true;
+            for (i, h) in kw.buf.iter().step_by(step).enumerate() {
+                let w = header_window(h);
+                self.index.insert((key, w.start, w.end), i as u32);
+            }
+        }
+        idx
+    }
+
+    /// Removes the window at `idx` of `key` (the key's last window takes its place).
+    pub(crate) fn free(&mut self, key: u32, idx: usize) {
+        let step = self.step();
+        let kw = &mut self.by_key[key as usize];
+        let gone = header_window(&kw.buf[idx * step]);
+        self.len -= 1;
+        if kw.indexed {
+            self.index.remove(&(key, gone.start, gone.end));
+        }
+        let last = kw.buf.len() / step - 1;
+        if idx < last {
+            kw.buf
+                .copy_within(last * step..(last + 1) * step, idx * step);
+            if kw.indexed {
+                let moved = header_window(&kw.buf[idx * step]);
+                self.index.insert((key, moved.start, moved.end), idx as u32);
+            }
+        }
+        kw.buf.truncate(last * step);
+        if last == 0 {
+            // no index entries remain for the key: back to linear search
+            kw.indexed = false;
+            if kw.buf.capacity() > 8 * step {
+                *kw = KeyWindows::default();
+            }
+        }
+    }
+
+    /// The live windows of `key`.
+    pub(crate) fn windows(&self, key: u32) -> impl Iterator<Item = TimeWindow> + '_ {
+        let buf = self.by_key.get(key as usize).map_or(&[][..], |kw| &kw.buf);
+        buf.iter().step_by(self.step()).map(header_window)
+    }
+
+    /// The window at `idx` of `key`.
+    pub(crate) fn window(&self, key: u32, idx: usize) -> TimeWindow {
+        header_window(&self.by_key[key as usize].buf[idx * self.step()])
+    }
+
+    fn header_mut(&mut self, key: u32, idx: usize) -> &mut Cell {
+        let step = self.step();
+        &mut self.by_key[key as usize].buf[idx * step]
+    }
+
+    /// The pending timers of the window at `idx` of `key`.
+    pub(crate) fn timers(&self, key: u32, idx: usize) -> Vec<Ticks> {
+        let h = &self.by_key[key as usize].buf[idx * self.step()];
+        [h.t, h.s as i64]
+            .into_iter()
+            .filter(|&t| t != MIN_TICKS)
+            .collect()
+    }
+
+    /// Adds a timer; `false` if it was already pending (or is `MIN`).
+    pub(crate) fn add_timer(&mut self, key: u32, idx: usize, ts: Ticks) -> bool {
+        let h = self.header_mut(key, idx);
+        if ts == MIN_TICKS || h.t == ts || h.s as i64 == ts {
+            return false;
+        }
+        if h.t == MIN_TICKS {
+            h.t = ts;
+            true
+        } else if h.s as i64 == MIN_TICKS {
+            h.s = ts as u64;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Removes a pending timer; `false` if it was not pending.
+    pub(crate) fn take_timer(&mut self, key: u32, idx: usize, ts: Ticks) -> bool {
+        let h = self.header_mut(key, idx);
+        if ts == MIN_TICKS {
+            false
+        } else if h.t == ts {
+            h.t = MIN_TICKS;
+            true
+        } else if h.s as i64 == ts {
+            h.s = MIN_TICKS as u64;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The accumulators of the window at `idx` of `key`.
+    pub(crate) fn cells(&self, key: u32, idx: usize) -> &[Cell] {
+        let at = idx * self.step() + 1;
+        &self.by_key[key as usize].buf[at..at + self.stride]
+    }
+
+    /// The accumulators of the window at `idx` of `key`, mutable.
+    #[inline]
+    pub(crate) fn cells_mut(&mut self, key: u32, idx: usize) -> &mut [Cell] {
+        let at = idx * self.step() + 1;
+        &mut self.by_key[key as usize].buf[at..at + self.stride]
+    }
+
+    /// Every window as `(key, position)`, by key id, then list order.
+    pub(crate) fn positions(&self) -> Vec<(u32, usize)> {
+        let step = self.step();
+        self.by_key
+            .iter()
+            .enumerate()
+            .flat_map(|(k, kw)| (0..kw.buf.len() / step).map(move |i| (k as u32, i)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_find_free_keeps_cells_with_their_windows() {
+        let mut s = WindowStore::new(1);
+        let w = |i: i64| TimeWindow::new(i, i + 1);
+        for i in 0..40 {
+            let idx = s.alloc(3, w(i));
+            s.cells_mut(3, idx)[0].n = i as u64;
+        }
+        assert_eq!(s.len(), 40);
+        for i in (0..40).step_by(3) {
+            let idx = s.find(3, w(i)).unwrap();
+            s.free(3, idx);
+        }
+        for i in 0..40 {
+            match s.find(3, w(i)) {
+                Some(idx) => {
+                    assert_eq!(s.cells(3, idx)[0].n, i as u64);
+                    assert_eq!(s.window(3, idx), w(i));
+                }
+                None => assert_eq!(i % 3, 0),
+            }
+        }
+        assert!(s.find(9, w(1)).is_none());
+        assert!(s.add_timer(3, 0, 5));
+        assert!(!s.add_timer(3, 0, 5));
+        assert!(s.add_timer(3, 0, 7));
+        assert_eq!(s.timers(3, 0), vec![5, 7]);
+        assert!(s.take_timer(3, 0, 5));
+        assert!(!s.take_timer(3, 0, 5));
+        assert_eq!(s.positions().len(), s.len());
+        while let Some(&(k, i)) = s.positions().last() {
+            s.free(k, i);
+        }
+        assert_eq!(s.len(), 0);
+        assert!(s.find(3, w(1)).is_none());
+    }
+}
