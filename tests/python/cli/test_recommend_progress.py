@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 from datetime import timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -82,4 +83,6 @@ def test_progress_lines() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("[1/2] computing per-partition watermarks ... ")
     assert lines[0].endswith(" s") and "failed after" in lines[1]
-    assert QUIET_SPARK_CONF == {"spark.ui.showConsoleProgress": "false"}
+    assert QUIET_SPARK_CONF["spark.ui.showConsoleProgress"] == "false"
+    log4j = QUIET_SPARK_CONF["spark.driver.extraJavaOptions"].split("=", 1)[1]
+    assert log4j.startswith("file:") and Path(log4j[5:]).is_file()
