@@ -3,6 +3,7 @@ output, or the dropped output; bad input is reported, never a crash."""
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -236,7 +237,10 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     bucket = (arrivals - arrivals.min()) // 10_000
     for i, b in enumerate(sorted(set(bucket.tolist()))):
         part = table.filter(pa.array(bucket == b))
-        pq.write_table(part, src / f"batch-{i:04d}.parquet")
+        path = src / f"batch-{i:04d}.parquet"
+        pq.write_table(part, path)
+        # The file source takes files in modification-time order: make it arrival order.
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
     ts = table.schema
     stream = (
         spark.readStream.schema(spark.createDataFrame(table.slice(0, 1)).schema)
@@ -274,7 +278,10 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     fm_kept = sum(out.results.toArrow()["count"].to_pylist())
     out.unpersist()
     assert fm_kept + fm_late == spec.rows
-    # The lagging partition's records are ~20 s behind: Spark drops most of them.
     lagging_rows = int((table["partition"].to_numpy() == 1).sum())
-    assert spark_dropped > lagging_rows // 2
-    assert fm_late < spark_dropped // 10
+    # The other partitions are at most 0.5 s out of order, inside Spark's 2 s delay, so
+    # what Spark drops is the lagging partition's: its single global watermark runs
+    # ~20 s ahead of that partition (559 rows here; the run is deterministic, files are
+    # read in arrival order). floodmark's per-partition watermark keeps every one.
+    assert spark_dropped >= spec.rows // 20, (spark_dropped, lagging_rows)
+    assert fm_late == 0
