@@ -2,13 +2,17 @@
 
 Structured Streaming has one global watermark per query. The records are cut into
 micro-batches by arrival time (a processing-time trigger every ``trigger_interval``:
-batch ``i`` holds arrivals in ``[i * T, (i + 1) * T)``). The watermark a batch uses was
-computed at the end of the previous batches: the maximum event time seen in all
-earlier batches minus the delay (``withWatermark(col, delay)``); before any data it is
-absent. A windowed aggregation drops a record whose window ended at or before that
-watermark; for a tumbling window of size ``S`` the window end is
-``floor(ts / S) * S + S``. Everything is native Spark: one aggregation per batch, a
-running maximum over the small batch table, and a broadcast join back.
+batch ``i`` holds arrivals in ``[i * T, (i + 1) * T)``). At the end of each batch the
+watermark becomes the maximum event time seen so far minus the delay
+(``withWatermark(col, delay)``). Since Spark 3.4 a batch evicts state with the watermark
+computed at the end of the previous batch, but filters late *input* with the one before
+that (``eventTimeWatermarkForLateEvents``): for batch ``i``, the maximum event time over
+batches ``<= i - 2`` minus the delay. A windowed aggregation drops an input record
+whose window ended at or before that watermark; for a tumbling window of size ``S`` the
+end is ``floor(ts / S) * S + S``. This model matches a real Structured Streaming query
+row for row (``tests/python/spark/test_conservation_and_errors.py``). Everything is
+native Spark: one aggregation per batch, a running maximum over the small batch table,
+and a broadcast join back.
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ def spark_global_watermark_late(
         micros(ev).alias("ts"),
         floor_div(micros(arr), trigger).alias("batch"),
     )
-    running = Window.orderBy("batch").rowsBetween(Window.unboundedPreceding, -1)
+    running = Window.orderBy("batch").rowsBetween(Window.unboundedPreceding, -2)
     batches = (
         rows.groupBy("batch")
         .agg(F.max("ts").alias("max_ts"))

@@ -10,26 +10,25 @@ import pyarrow as pa
 from floodmark.spark.baseline import spark_global_watermark_late
 
 
-def test_global_watermark_drops_by_previous_batches(spark: Any) -> None:
-    # Times in ms. Trigger 10 s, delay 2 s, tumbling 10 s windows.
-    # batch 0 (arrival 0-9.999 s): ts 5 s, 12 s (p0)     -> max 12 s; no watermark yet
-    # batch 1 (arrival 10-19.999 s): wm = 12 - 2 = 10 s
-    #   p1 ts 9.5 s: window [0,10) ends 10 s <= 10 s -> dropped
-    #   p1 ts 10 s:  window [10,20) ends 20 s        -> kept
-    #   p0 ts 30 s: kept (max becomes 30 s)
-    # batch 2 (arrival 20-29.999 s): wm = 30 - 2 = 28 s
-    #   p0 ts 19 s: window ends 20 s <= 28 s -> dropped
-    #   p1 ts 25 s: window ends 30 s         -> kept
-    # batch 0 again in arrival order: the record with ts 1 s in batch 0 is never dropped.
+def test_global_watermark_drops_late_input_two_batches_behind(spark: Any) -> None:
+    # Times in ms. Trigger 10 s, delay 2 s, tumbling 10 s windows. Late input in batch i
+    # is filtered with max(event time over batches <= i - 2) - delay (Spark >= 3.4).
+    # batch 0 [0, 10 s):  p0 5 s, 12 s                   -> max 12 s
+    # batch 1 [10, 20 s): no late filter yet
+    #   p1 9.5 s kept (window [0,10) although 9.5 < 12 - 2); p0 30 s -> max 30 s
+    # batch 2 [20, 30 s): filter at 12 - 2 = 10 s
+    #   p1 9.9 s: window ends 10 s <= 10 s -> dropped;  p0 19 s: ends 20 s -> kept
+    # batch 3 [30, 40 s): filter at 30 - 2 = 28 s
+    #   p0 19.5 s: ends 20 s <= 28 s -> dropped;        p1 25 s: ends 30 s -> kept
     rows = [
         (0, 5_000, 1_000),
         (0, 12_000, 2_000),
-        (1, 1_000, 9_999),
         (1, 9_500, 10_000),
-        (1, 10_000, 11_000),
         (0, 30_000, 15_000),
-        (0, 19_000, 20_000),
-        (1, 25_000, 29_999),
+        (1, 9_900, 20_000),
+        (0, 19_000, 21_000),
+        (0, 19_500, 30_000),
+        (1, 25_000, 31_000),
     ]
     table = pa.table(
         {
@@ -57,4 +56,4 @@ def test_global_watermark_drops_by_previous_batches(spark: Any) -> None:
             strict=True,
         )
     }
-    assert got == {0: (4, 1), 1: (4, 1)}
+    assert got == {0: (5, 1), 1: (3, 1)}
