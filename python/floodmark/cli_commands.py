@@ -246,8 +246,14 @@ def demo(args: argparse.Namespace) -> int:
     inputs.notes.append(
         "Spark drops: records Spark Structured Streaming's single global watermark "
         "(withWatermark 5s, 10 s micro-batches) would have dropped from the same "
-        "10 s windows; floodmark's per-partition watermarks with idleness keep a lagging "
+        "10 s windows; floodmark's per-partition watermarks keep the lagging "
         "partition's records instead."
+    )
+    inputs.notes.append(
+        "The quiet partition went silent for two minutes and came back with a backlog. "
+        "After the 30 s idle timeout the others moved time on without it, so its "
+        "backlog arrives late, in floodmark as in Flink: that is the price of not "
+        "waiting. `floodmark analyze` shows what each idle timeout and bound costs."
     )
     return finish(inputs, output, progress)
 
