@@ -7,7 +7,7 @@ export JAVA_HOME ?= $(JAVA17)
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help setup develop test test-rust test-python lint fmt bench bench-spark demo wheel clean
+.PHONY: help setup develop test test-rust test-python test-wheel lint fmt bench bench-spark demo wheel clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -23,13 +23,23 @@ setup: $(VENV)/.installed  ## create .venv and install floodmark (built from sou
 develop: setup  ## rebuild the native module into .venv after a Rust change
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 
-test: develop test-rust test-python  ## set up, then run every test (Rust and Python)
+test: develop test-rust test-python test-wheel  ## set up, then run every test (Rust, Python, wheel)
 
 test-rust:  ## Rust unit, integration and doc tests (no Python needed)
 	cargo test --quiet
 
 test-python: develop  ## pytest: conformance vectors, property tests, Spark pipeline
 	$(PY) -m pytest -q
+
+test-wheel:  ## build the release abi3 wheel, install it into a fresh venv, import and run it
+	rm -rf dist build/wheel-venv
+	$(PY) -m maturin build --release --quiet --out dist
+	$(PYTHON) -m venv build/wheel-venv
+	build/wheel-venv/bin/pip install --quiet dist/*.whl
+	cd build && wheel-venv/bin/python -c "import floodmark; from floodmark import WatermarkStrategy, drive; \
+	  r = drive(WatermarkStrategy.for_monotonous_timestamps(), [1, 2, 3], [0, 100, 300]); \
+	  assert r.record_watermark.to_pylist() == [-2**63, 0, 1], r; print('wheel ok', floodmark.__version__)"
+	build/wheel-venv/bin/floodmark --help > /dev/null
 
 lint: develop  ## cargo fmt --check, clippy -D warnings, ruff, mypy, stubtest
 	cargo fmt --check
