@@ -73,6 +73,7 @@ pub struct WindowOperator {
     pub(crate) timers: Timers,
     scratch: Vec<TimeWindow>,
     due: Vec<Entry>,
+    found: Vec<Option<usize>>,
     acc: Vec<Cell>,
     ids: Vec<u32>,
 }
@@ -122,6 +123,7 @@ impl WindowOperator {
             timers,
             scratch: Vec::new(),
             due: Vec::new(),
+            found: Vec::new(),
             acc: Vec::new(),
             ids: Vec::new(),
         })
@@ -405,13 +407,19 @@ impl WindowOperator {
         let mut skipped = true;
         if self.cfg.assigner.is_merging() {
             let window = self.merge_session(key, windows[0]);
-            skipped = !self.add_to_window(key, window, ts, row, values, types, trigger, out);
+            let found = self.store.find(key, window);
+            skipped = !self.add_to_window(key, window, found, ts, row, values, types, trigger, out);
         } else {
-            for &w in &windows {
-                if self.add_to_window(key, w, ts, row, values, types, trigger, out) {
+            // One pass over the key's windows finds all of the record's; adding to them
+            // only appends windows, so the positions stay valid.
+            let mut found = std::mem::take(&mut self.found);
+            self.store.find_all(key, &windows, &mut found);
+            for (&w, &f) in windows.iter().zip(&found) {
+                if self.add_to_window(key, w, f, ts, row, values, types, trigger, out) {
                     skipped = false;
                 }
             }
+            self.found = found;
         }
         self.scratch = windows;
         if skipped {
@@ -425,12 +433,14 @@ impl WindowOperator {
         }
     }
 
-    /// Adds the record to `window` unless the window is late; returns whether it did.
+    /// Adds the record to `window` (at position `found` of `key`'s windows, if live)
+    /// unless the window is late; returns whether it did.
     #[allow(clippy::too_many_arguments)]
     fn add_to_window(
         &mut self,
         key: u32,
         window: TimeWindow,
+        found: Option<usize>,
         ts: Ticks,
         row: usize,
         values: &[ValueCol<'_>],
@@ -445,7 +455,7 @@ impl WindowOperator {
         // A non-merging window registers its timers when it is created; later
         // registrations would be no-ops (its timers are still pending, or the firing
         // time had passed already at creation). Sessions register on every record.
-        let (idx, created) = match self.store.find(key, window) {
+        let (idx, created) = match found {
             Some(i) => (i, false),
             None => (self.store.alloc(key, window), true),
         };
