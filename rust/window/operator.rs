@@ -9,7 +9,7 @@
 //! windows.
 
 use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
-use super::assigner::{merge_windows, TimeWindow, WindowAssigner};
+use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
 use super::output::{DropReason, Output, Trigger};
 use super::store::WindowStore;
@@ -73,6 +73,7 @@ pub struct WindowOperator {
     pub(crate) timers: Timers,
     scratch: Vec<TimeWindow>,
     due: Vec<Entry>,
+    grid: GridCache,
     found: Vec<Option<usize>>,
     acc: Vec<Cell>,
     ids: Vec<u32>,
@@ -123,6 +124,7 @@ impl WindowOperator {
             timers,
             scratch: Vec::new(),
             due: Vec::new(),
+            grid: GridCache::default(),
             found: Vec::new(),
             acc: Vec::new(),
             ids: Vec::new(),
@@ -398,7 +400,12 @@ impl WindowOperator {
     ) {
         let mut windows = std::mem::take(&mut self.scratch);
         windows.clear();
-        if self.cfg.assigner.assign_windows(ts, &mut windows).is_err() {
+        if self
+            .cfg
+            .assigner
+            .assign_windows_cached(ts, &mut self.grid, &mut windows)
+            .is_err()
+        {
             self.scratch = windows;
             out.dropped_rows.push(row);
             out.dropped_reason.push(DropReason::MinEventTime);
