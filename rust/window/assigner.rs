@@ -145,10 +145,21 @@ impl WindowAssigner {
     /// (sliding: descending start). Tumbling and sliding reject `MIN` as Flink does
     /// (`RuntimeException`), reported as [`Error::InvalidInput`] on `event_time`.
     pub fn assign_windows(&self, timestamp: Ticks, out: &mut Vec<TimeWindow>) -> Result<()> {
+        self.assign_windows_cached(timestamp, &mut GridCache::default(), out)
+    }
+
+    /// [`Self::assign_windows`], remembering the last grid cell in `cache` so that
+    /// the next records of the same cell skip the division.
+    pub(crate) fn assign_windows_cached(
+        &self,
+        timestamp: Ticks,
+        cache: &mut GridCache,
+        out: &mut Vec<TimeWindow>,
+    ) -> Result<()> {
         match *self {
             Self::Tumbling { size, offset } => {
                 check_not_min(timestamp)?;
-                let start = window_start_with_offset(timestamp, offset.wrapping_rem(size), size)?;
+                let start = cache.start(timestamp, offset.wrapping_rem(size), size)?;
                 out.push(TimeWindow::new(start, start.wrapping_add(size)));
             }
             Self::Sliding {
@@ -157,7 +168,7 @@ impl WindowAssigner {
                 offset,
             } => {
                 check_not_min(timestamp)?;
-                let last = window_start_with_offset(timestamp, offset, slide)?;
+                let last = cache.start(timestamp, offset, slide)?;
                 let lower = timestamp.wrapping_sub(size);
                 let mut start = last;
                 while start > lower {
@@ -174,6 +185,34 @@ impl WindowAssigner {
             }
         }
         Ok(())
+    }
+}
+
+/// The last grid cell `[start, end)` seen by [`WindowAssigner::assign_windows_cached`]
+/// (empty at first). It is only kept when nothing overflowed, where
+/// [`window_start_with_offset`] is the floor of `ts` to the grid, so it is the same
+/// for every `ts` in the cell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GridCache {
+    start: Ticks,
+    end: Ticks,
+}
+
+impl GridCache {
+    /// `window_start_with_offset(ts, offset, step)`.
+    #[inline]
+    fn start(&mut self, ts: Ticks, offset: Ticks, step: Ticks) -> Result<Ticks> {
+        let regular = ts.checked_sub(offset).is_some();
+        if regular && self.start <= ts && ts < self.end {
+            return Ok(self.start);
+        }
+        let start = window_start_with_offset(ts, offset, step)?;
+        if let Some(end) = start.checked_add(step) {
+            if regular && start <= ts && ts < end {
+                *self = Self { start, end };
+            }
+        }
+        Ok(start)
     }
 }
 
@@ -284,6 +323,30 @@ mod tests {
         assert!(WindowAssigner::sliding(100_000_000, 10, 0).is_ok());
         assert!(WindowAssigner::sliding(0, 10, 0).is_err());
         assert!(WindowAssigner::sliding(10, 3, 3).is_err());
+    }
+
+    #[test]
+    fn grid_cache_matches_division() {
+        let mut r: u64 = 0x9E37_79B9_7F4A_7C15;
+        let specials = [i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1, -1, 0, 1];
+        for (size, offset) in [(10, 0), (10, 3), (7, -6), (i64::MAX, 5), (3, i64::MIN)] {
+            let mut cache = GridCache::default();
+            for i in 0..4000 {
+                r ^= r << 13;
+                r ^= r >> 7;
+                r ^= r << 17;
+                let ts = if i % 7 == 0 {
+                    specials[(r % 7) as usize].wrapping_add((r >> 8) as i64 % 25)
+                } else {
+                    (r % 200) as i64 - 100
+                };
+                assert_eq!(
+                    cache.start(ts, offset, size).unwrap(),
+                    window_start_with_offset(ts, offset, size).unwrap(),
+                    "ts={ts} size={size} offset={offset}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,10 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::snapshot::{Reader, Writer};
 
+/// Single int64 keys in `0..DENSE_LIMIT` are looked up by value in a table
+/// (at most 256 KiB) instead of hashed.
+const DENSE_LIMIT: i64 = 1 << 16;
+
 /// The type of a key column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyType {
@@ -62,6 +66,9 @@ pub struct KeyDict {
     names: Vec<String>,
     values: Option<Vec<KeyValues>>,
     len: u32,
+    /// Ids of small non-negative int64 keys by value (`u32::MAX`: not seen yet).
+    single_dense: Vec<u32>,
+    /// Ids of the other int64 keys.
     single_int: FxHashMap<i64, u32>,
     single_null: Option<u32>,
     general: FxHashMap<Vec<u8>, u32>,
@@ -75,6 +82,7 @@ impl KeyDict {
             names,
             values: None,
             len: 0,
+            single_dense: Vec::new(),
             single_int: FxHashMap::default(),
             single_null: None,
             general: FxHashMap::default(),
@@ -172,7 +180,20 @@ impl KeyDict {
         if let [KeyCol::Int64(v, m)] = cols {
             for row in 0..rows {
                 let valid = m.map_or(true, |m| m[row]);
-                let id = if valid {
+                let id = if valid && (0..DENSE_LIMIT).contains(&v[row]) {
+                    let at = v[row] as usize;
+                    match self.single_dense.get(at) {
+                        Some(&id) if id != u32::MAX => id,
+                        _ => {
+                            let id = self.push_row(cols, row);
+                            if self.single_dense.len() <= at {
+                                self.single_dense.resize(at + 1, u32::MAX);
+                            }
+                            self.single_dense[at] = id;
+                            id
+                        }
+                    }
+                } else if valid {
                     if let Some(&id) = self.single_int.get(&v[row]) {
                         id
                     } else {
@@ -366,5 +387,19 @@ mod tests {
             d.values().unwrap()[0],
             KeyValues::Int64(vec![Some(7), None, Some(8)])
         );
+        // both sides of the dense table, negative and large keys hashed
+        let v = [
+            DENSE_LIMIT,
+            -1,
+            DENSE_LIMIT - 1,
+            8,
+            -1,
+            DENSE_LIMIT,
+            i64::MIN,
+        ];
+        ids.clear();
+        d.intern(&[KeyCol::Int64(&v, None)], v.len(), &mut ids)
+            .unwrap();
+        assert_eq!(ids, vec![3, 4, 5, 2, 4, 3, 6]);
     }
 }

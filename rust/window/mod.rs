@@ -10,6 +10,7 @@ pub mod operator;
 pub mod output;
 pub mod persist;
 mod store;
+mod timers;
 
 pub use aggregate::{AggColumn, AggFn, AggSpec, ValueCol, ValueType};
 pub use assigner::{merge_windows, window_start_with_offset, Merge, TimeWindow, WindowAssigner};

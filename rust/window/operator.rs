@@ -8,13 +8,12 @@
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
 
-use std::collections::BTreeSet;
-
 use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
-use super::assigner::{merge_windows, TimeWindow, WindowAssigner};
+use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
 use super::output::{DropReason, Output, Trigger};
 use super::store::WindowStore;
+use super::timers::{Entry, Timers};
 use crate::error::{Error, Result};
 use crate::time::{Ticks, MAX_TICKS, MIN_TICKS};
 
@@ -71,8 +70,12 @@ pub struct WindowOperator {
     pub(crate) watermark: Ticks,
     pub(crate) position: u64,
     pub(crate) store: WindowStore,
-    pub(crate) timers: BTreeSet<(Ticks, u32, Ticks, Ticks)>,
+    pub(crate) timers: Timers,
     scratch: Vec<TimeWindow>,
+    due: Vec<Entry>,
+    grid: GridCache,
+    found: Vec<Option<usize>>,
+    acc: Vec<Cell>,
     ids: Vec<u32>,
 }
 
@@ -109,6 +112,7 @@ impl WindowOperator {
             }
         }
         let keys = KeyDict::new(cfg.key_names.clone());
+        let timers = Timers::new(cfg.assigner.is_merging());
         let stride = cfg.aggs.len();
         Ok(Self {
             cfg,
@@ -117,8 +121,12 @@ impl WindowOperator {
             watermark: MIN_TICKS,
             position: 0,
             store: WindowStore::new(stride),
-            timers: BTreeSet::new(),
+            timers,
             scratch: Vec::new(),
+            due: Vec::new(),
+            grid: GridCache::default(),
+            found: Vec::new(),
+            acc: Vec::new(),
             ids: Vec::new(),
         })
     }
@@ -325,13 +333,15 @@ impl WindowOperator {
             return;
         }
         self.watermark = watermark;
-        while let Some(&(ts, key, start, end)) = self.timers.first() {
-            if ts > watermark {
-                break;
+        // Firing never registers timers, so each due time's timers fire as a group.
+        let mut due = std::mem::take(&mut self.due);
+        while let Some(ts) = self.timers.pop_due(watermark, &mut due) {
+            for &(key, start, end) in &due {
+                self.on_timer(ts, key, TimeWindow::new(start, end), trigger, out);
             }
-            self.timers.pop_first();
-            self.on_timer(ts, key, TimeWindow::new(start, end), trigger, out);
         }
+        due.clear();
+        self.due = due;
     }
 
     fn on_timer(
@@ -373,7 +383,7 @@ impl WindowOperator {
     fn register_timer(&mut self, key: u32, idx: usize, ts: Ticks) {
         if self.store.add_timer(key, idx, ts) {
             let w = self.store.window(key, idx);
-            self.timers.insert((ts, key, w.start, w.end));
+            self.timers.insert(ts, key, w.start, w.end);
         }
     }
 
@@ -390,7 +400,12 @@ impl WindowOperator {
     ) {
         let mut windows = std::mem::take(&mut self.scratch);
         windows.clear();
-        if self.cfg.assigner.assign_windows(ts, &mut windows).is_err() {
+        if self
+            .cfg
+            .assigner
+            .assign_windows_cached(ts, &mut self.grid, &mut windows)
+            .is_err()
+        {
             self.scratch = windows;
             out.dropped_rows.push(row);
             out.dropped_reason.push(DropReason::MinEventTime);
@@ -399,13 +414,19 @@ impl WindowOperator {
         let mut skipped = true;
         if self.cfg.assigner.is_merging() {
             let window = self.merge_session(key, windows[0]);
-            skipped = !self.add_to_window(key, window, ts, row, values, types, trigger, out);
+            let found = self.store.find(key, window);
+            skipped = !self.add_to_window(key, window, found, ts, row, values, types, trigger, out);
         } else {
-            for &w in &windows {
-                if self.add_to_window(key, w, ts, row, values, types, trigger, out) {
+            // One pass over the key's windows finds all of the record's; adding to them
+            // only appends windows, so the positions stay valid.
+            let mut found = std::mem::take(&mut self.found);
+            self.store.find_all(key, &windows, &mut found);
+            for (&w, &f) in windows.iter().zip(&found) {
+                if self.add_to_window(key, w, f, ts, row, values, types, trigger, out) {
                     skipped = false;
                 }
             }
+            self.found = found;
         }
         self.scratch = windows;
         if skipped {
@@ -419,12 +440,14 @@ impl WindowOperator {
         }
     }
 
-    /// Adds the record to `window` unless the window is late; returns whether it did.
+    /// Adds the record to `window` (at position `found` of `key`'s windows, if live)
+    /// unless the window is late; returns whether it did.
     #[allow(clippy::too_many_arguments)]
     fn add_to_window(
         &mut self,
         key: u32,
         window: TimeWindow,
+        found: Option<usize>,
         ts: Ticks,
         row: usize,
         values: &[ValueCol<'_>],
@@ -439,7 +462,7 @@ impl WindowOperator {
         // A non-merging window registers its timers when it is created; later
         // registrations would be no-ops (its timers are still pending, or the firing
         // time had passed already at creation). Sessions register on every record.
-        let (idx, created) = match self.store.find(key, window) {
+        let (idx, created) = match found {
             Some(i) => (i, false),
             None => (self.store.alloc(key, window), true),
         };
@@ -472,10 +495,26 @@ impl WindowOperator {
         // Fast path: live windows of a key never touch each other, so unless the new
         // window touches two of them or extends one, nothing merges.
         if new.start < new.end {
-            let mut touching = self.store.windows(key).filter(|w| w.intersects(&new));
-            match (touching.next(), touching.next()) {
-                (None, _) => return new,
-                (Some(w), None) if w.start <= new.start && w.end >= new.end => return w,
+            let mut first = None;
+            let mut several = false;
+            let mut proper = true;
+            for w in self.store.windows(key) {
+                proper &= w.start < w.end;
+                if w.intersects(&new) {
+                    several |= first.is_some();
+                    first = first.or(Some(w));
+                }
+            }
+            match first {
+                None => return new,
+                Some(w) if !several && w.start <= new.start && w.end >= new.end => return w,
+                // The new window extends exactly one: with ordinary windows only, the
+                // general merge below reduces to moving that window's state to the cover.
+                Some(w) if !several && proper => {
+                    let into = w.cover(&new);
+                    self.move_to_cover(key, &[w], into);
+                    return into;
+                }
                 _ => {}
             }
         }
@@ -493,23 +532,32 @@ impl WindowOperator {
             }
             // Pre-existing windows merge into the cover: state merged, old windows and
             // their timers gone, a firing timer for the cover if it is not due yet.
-            let stride = self.stride();
-            let types = self.value_types.clone().unwrap_or_default();
-            let mut acc = vec![Cell::default(); stride];
-            for w in &merged {
-                if let Some(i) = self.store.find(key, *w) {
-                    merge_cells(&mut acc, self.store.cells(key, i), &self.cfg.aggs, &types);
-                    self.store.free(key, i);
-                }
-            }
-            let idx = self.store.alloc(key, merge.into);
-            self.store.cells_mut(key, idx).copy_from_slice(&acc);
-            let max_ts = merge.into.max_timestamp();
-            if max_ts > self.watermark {
-                self.register_timer(key, idx, max_ts);
-            }
+            self.move_to_cover(key, &merged, merge.into);
         }
         result
+    }
+
+    /// Merges the state of the live windows `merged` of `key` (in that order) into a
+    /// new window `into`, frees them (with their timers) and registers the firing timer
+    /// of `into` unless it is due already.
+    fn move_to_cover(&mut self, key: u32, merged: &[TimeWindow], into: TimeWindow) {
+        let mut acc = std::mem::take(&mut self.acc);
+        acc.clear();
+        acc.resize(self.stride(), Cell::default());
+        let types = self.value_types.as_deref().unwrap_or_default();
+        for w in merged {
+            if let Some(i) = self.store.find(key, *w) {
+                merge_cells(&mut acc, self.store.cells(key, i), &self.cfg.aggs, types);
+                self.store.free(key, i);
+            }
+        }
+        let idx = self.store.alloc(key, into);
+        self.store.cells_mut(key, idx).copy_from_slice(&acc);
+        self.acc = acc;
+        let max_ts = into.max_timestamp();
+        if max_ts > self.watermark {
+            self.register_timer(key, idx, max_ts);
+        }
     }
 }
 

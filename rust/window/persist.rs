@@ -164,7 +164,7 @@ impl WindowOperator {
                 if !fresh.store.add_timer(key, idx, t) {
                     return Err(Error::Snapshot("bad window timers".into()));
                 }
-                fresh.timers.insert((t, key, window.start, window.end));
+                fresh.timers.insert(t, key, window.start, window.end);
             }
             for i in 0..stride {
                 let cell = Cell {

@@ -73,6 +73,34 @@ impl WindowStore {
         }
     }
 
+    /// The positions of `windows` (distinct) in the list of `key`, into `out`.
+    pub(crate) fn find_all(&self, key: u32, windows: &[TimeWindow], out: &mut Vec<Option<usize>>) {
+        out.clear();
+        out.resize(windows.len(), None);
+        let Some(kw) = self.by_key.get(key as usize) else {
+            return;
+        };
+        if kw.indexed {
+            for (o, w) in out.iter_mut().zip(windows) {
+                *o = self.index.get(&(key, w.start, w.end)).map(|&i| i as usize);
+            }
+            return;
+        }
+        let mut left = windows.len();
+        for (i, h) in kw.buf.iter().step_by(self.step()).enumerate() {
+            if left == 0 {
+                break;
+            }
+            for (o, w) in out.iter_mut().zip(windows) {
+                if h.a == w.start as u64 && h.n == w.end as u64 {
+                    *o = Some(i);
+                    left -= 1;
+                    break;
+                }
+            }
+        }
+    }
+
     /// Adds an empty window (no timers, fresh cells); returns its position.
     pub(crate) fn alloc(&mut self, key: u32, window: TimeWindow) -> usize {
         if self.by_key.len() <= key as usize {

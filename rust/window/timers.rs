@@ -1,0 +1,89 @@
+//! The operator's pending event-time timers, ordered by `(time, key id, window)`.
+//!
+//! Entries are candidates: the window's own timer cells in the store are the truth,
+//! and an entry whose timer is no longer pending is skipped when it comes due. So an
+//! entry may be stale or (for buckets) duplicated; duplicates come due together and
+//! only the first one finds its timer pending.
+//!
+//! Non-merging assigners (tumbling, sliding) put every key's window of one grid cell
+//! on the same few times, so timers are kept in one bucket per distinct time, sorted
+//! when the bucket comes due. Sessions have (almost) one time per window, so they
+//! keep an ordered set.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::time::Ticks;
+
+/// A timer: `(key id, window start, window end)`, its time kept apart.
+pub(crate) type Entry = (u32, Ticks, Ticks);
+
+#[derive(Clone, Debug)]
+pub(crate) enum Timers {
+    /// One unsorted list per distinct time.
+    Buckets(BTreeMap<Ticks, Vec<Entry>>),
+    /// One ordered set of `(time, key, start, end)`.
+    Set(BTreeSet<(Ticks, u32, Ticks, Ticks)>),
+}
+
+impl Timers {
+    /// Empty timers; bucketed unless the windows merge.
+    pub(crate) fn new(merging: bool) -> Self {
+        if merging {
+            Self::Set(BTreeSet::new())
+        } else {
+            Self::Buckets(BTreeMap::new())
+        }
+    }
+
+    /// Adds a timer at `ts` for window `[start, end)` of `key`.
+    #[inline]
+    pub(crate) fn insert(&mut self, ts: Ticks, key: u32, start: Ticks, end: Ticks) {
+        match self {
+            Self::Buckets(map) => {
+                if let Some(list) = map.get_mut(&ts) {
+                    list.push((key, start, end));
+                } else {
+                    map.insert(ts, vec![(key, start, end)]);
+                }
+            }
+            Self::Set(set) => {
+                set.insert((ts, key, start, end));
+            }
+        }
+    }
+
+    /// Moves the timers of the earliest pending time into `out` (sorted by key id,
+    /// then window; cleared first) if that time is at most `watermark`; returns the
+    /// time.
+    pub(crate) fn pop_due(&mut self, watermark: Ticks, out: &mut Vec<Entry>) -> Option<Ticks> {
+        out.clear();
+        match self {
+            Self::Buckets(map) => {
+                let mut first = map.first_entry()?;
+                let ts = *first.key();
+                if ts > watermark {
+                    return None;
+                }
+                std::mem::swap(out, first.get_mut());
+                first.remove();
+                out.sort_unstable();
+                out.dedup();
+                Some(ts)
+            }
+            Self::Set(set) => {
+                let &(ts, ..) = set.first()?;
+                if ts > watermark {
+                    return None;
+                }
+                while let Some(&(t, key, start, end)) = set.first() {
+                    if t != ts {
+                        break;
+                    }
+                    set.pop_first();
+                    out.push((key, start, end));
+                }
+                Some(ts)
+            }
+        }
+    }
+}
