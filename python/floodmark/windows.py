@@ -335,6 +335,14 @@ class WindowOperator:
         return int(self._native.position)
 
     def _prepare(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        for added in ("watermark", "reason"):
+            if added in batch.schema.names:
+                err = SchemaError(
+                    f"invalid input `{added}`: the input has a column {added!r}, which the "
+                    "late/dropped outputs add; rename it first"
+                )
+                err.column = added
+                raise err
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []

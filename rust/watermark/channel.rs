@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::snapshot::{Reader, Writer};
 
-use super::driver::{drive_into, DriveOutput, DriveParams};
+use super::driver::{drive, DriveOutput, DriveParams};
 use super::kinds;
 use super::output::ChannelOutput;
 use super::strategy::Generator;
@@ -39,18 +39,14 @@ impl Channel {
         marker: Option<&[Option<i64>]>,
         params: &DriveParams,
     ) -> Result<DriveOutput> {
-        let mut res = DriveOutput::default();
-        drive_into(
+        drive(
             &mut self.generator,
             &mut self.output,
             event_ts,
             arrival,
             marker,
             params,
-            &mut res.record_watermark,
-            &mut res.emissions,
-        )?;
-        Ok(res)
+        )
     }
 
     /// The channel's state as snapshot bytes.

@@ -255,3 +255,12 @@ def test_snapshot_restore_and_errors() -> None:
 def test_reexports() -> None:
     assert floodmark.WindowOperator is WindowOperator
     assert floodmark.TumblingEventTimeWindows is TumblingEventTimeWindows
+
+
+@pytest.mark.parametrize("name", ["watermark", "reason"])
+def test_input_column_clashing_with_an_output_column_is_refused(name: str) -> None:
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
+    batch = pa.record_batch({"k": [1], "ts": [1], name: [0]})
+    with pytest.raises(SchemaError, match=name) as info:
+        op.process(batch)
+    assert info.value.column == name

@@ -319,5 +319,7 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     # within the partition itself, like everywhere else).
     assert spark_dropped[1] > 0.9 * rows_per[1], (spark_dropped, rows_per)
     assert fm_late[1] < 0.1 * spark_dropped[1], (fm_late, spark_dropped)
-    punctual_fm = sum(v for p, v in fm_late.items() if p != 1)
-    assert fm_late[1] <= 2 * punctual_fm / 3 + 20, fm_late  # no worse than the others
+    # In floodmark the lagging partition is late no more often than a punctual one
+    # (within 2x of their mean, plus a little slack for small counts).
+    punctual_mean = sum(v for p, v in fm_late.items() if p != 1) / (spec.partitions - 1)
+    assert fm_late[1] <= 2 * punctual_mean + 20, fm_late
