@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import key_column, quote
+from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
     bucket_aggregate,
     make_plan,
@@ -136,19 +137,10 @@ def analyze_bounds(
         )
         lookup = col if lookup is None else lookup.join(col, ["channel", "bucket"])
     assert lookup is not None
-    spark = df.sparkSession
-    lk = spark.createDataFrame(lookup.to_pandas()).withColumnRenamed("channel", "__fm_channel")
-    recs = (
-        df.where(valid_rows(base))
-        .select(
-            *[F.col(quote(k)) for k in keys],
-            F.col(quote(channel)).alias("__fm_channel"),
-            arr.ticks().alias("__fm_arrival"),
-            ev.ticks().alias("__fm_ts"),
-        )
-        .withColumn("bucket", base.bucket("__fm_arrival"))
-        .join(F.broadcast(lk), ["__fm_channel", "bucket"])
-    )
+    needed = dict.fromkeys([*keys, channel, arr.name, ev.name])
+    recs = join_buckets(
+        df.where(valid_rows(base)).select(*[F.col(quote(c)) for c in needed]), base, lookup
+    ).withColumn("__fm_ts", ev.ticks())
     js = range(len(idle_timeouts))
     minimum = F.lit(I64_MIN)
     # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).

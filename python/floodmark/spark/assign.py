@@ -1,8 +1,9 @@
 """Stage 3: each record gets its channel's watermark and the combined watermark in
 force when it arrived, and whether it is late.
 
-The lookup is a broadcast hash join on ``(channel, bucket)`` against the compact table
-the timeline stage produced: native Spark, no record crosses into Python.
+The lookup is a broadcast hash join against the compact per-``(channel, bucket)`` table
+the timeline stage produced (see :mod:`floodmark.spark.lookup`): native Spark, no
+record crosses into Python.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from floodmark.spark.columns import field_type, quote, schema_error
+from floodmark.spark.columns import quote, schema_error
+from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
     Timeline,
     compute_timeline,
@@ -25,28 +27,11 @@ if TYPE_CHECKING:
 
 #: Columns :func:`assign_watermarks` adds.
 ADDED_COLUMNS = ("channel_watermark", "watermark", "is_late", "error")
-
-
-def lookup_frame(df: DataFrame, timeline: Timeline) -> DataFrame:
-    """The timeline's per-bucket table as a small DataFrame to broadcast."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    plan = timeline.plan
-    schema = StructType(
-        [
-            StructField("__fm_channel", field_type(df, plan.channel, "channel")),
-            StructField("__fm_lk_bucket", LongType()),
-            StructField("__fm_channel_wm", LongType()),
-            StructField("__fm_wm", LongType()),
-        ]
-    )
-    pdf = timeline.buckets.to_pandas()
-    pdf.columns = [f.name for f in schema.fields]
-    return df.sparkSession.createDataFrame(pdf, schema=schema)
+_CWM, _WM = "__fm_channel_wm", "__fm_wm"
 
 
 def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
-    """Join each record with the watermarks in force when it arrived (stage 3)."""
+    """Each record with the watermarks in force when it arrived (stage 3)."""
     from pyspark.sql import functions as F
 
     plan = timeline.plan
@@ -57,22 +42,14 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
             f"the DataFrame already has a column {clash[0]!r}, which assign_watermarks "
             "adds; rename it first",
         )
-    lookup = F.broadcast(lookup_frame(df, timeline))
-    keyed = df.withColumn("__fm_arrival", plan.arrival.ticks()).withColumn(
-        "__fm_bucket", plan.bucket("__fm_arrival")
-    )
-    joined = keyed.join(
-        lookup,
-        on=(F.col(quote(plan.channel)) == F.col("__fm_channel"))
-        & (F.col("__fm_bucket") == F.col("__fm_lk_bucket")),
-        how="left",
-    )
+    table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
+    joined = join_buckets(df, plan, table.rename_columns(["channel", "bucket", _CWM, _WM]))
     reason = error_reason(plan)
-    wm = F.col("__fm_wm")
+    wm = F.col(_WM)
     is_late = F.when(reason.isNull(), (wm > F.lit(I64_MIN)) & (plan.event_time.ticks() <= wm))
     return joined.select(
         *[F.col(quote(c)) for c in df.columns],
-        plan.event_time.from_ticks(F.col("__fm_channel_wm")).alias("channel_watermark"),
+        plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
         plan.event_time.from_ticks(wm).alias("watermark"),
         is_late.alias("is_late"),
         reason.alias("error"),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import key_column, quote, value_column
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
-TS, ARRIVAL, OUTPUT = "__fm_ts", "__fm_arrival", "__fm_output"
+TS, ARRIVAL, OUTPUT, REFIRE = "__fm_ts", "__fm_arrival", "__fm_output", "__fm_refire"
+#: The output kind of each row of the one mapInArrow output (a byte, not a string:
+#: every result row carries it across the Arrow boundary and into the cache).
+KINDS = {"result": 0, "late": 1, "dropped": 2}
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 
 
@@ -115,10 +119,18 @@ class WindowPlan:
 
 def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
     """One schema for results, late and dropped rows (mapInArrow has one output)."""
-    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    from pyspark.sql.types import (
+        BooleanType,
+        ByteType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
 
     fields = {f.name: f.dataType for f in sent.fields}
-    out = [StructField(OUTPUT, StringType(), False)]
+    out = [StructField(OUTPUT, ByteType(), False)]
     out += [StructField(c, fields[c]) for c in plan.sent_columns()]
     out += [StructField("window_start", LongType()), StructField("window_end", LongType())]
     for agg in plan.aggs:
@@ -132,7 +144,7 @@ def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
         out.append(StructField(agg_name(agg), dtype))
     out += [
         StructField("watermark", LongType()),
-        StructField("timing", StringType()),
+        StructField(REFIRE, BooleanType()),
         StructField("trigger_time", LongType()),
         StructField("reason", StringType()),
     ]
@@ -145,7 +157,9 @@ def conform(batch: pa.RecordBatch, kind: str, schema: pa.Schema) -> pa.RecordBat
     cols = []
     for f in schema:
         if f.name == OUTPUT:
-            cols.append(pa.array([kind] * n, pa.string()))
+            cols.append(pa.array(np.full(n, KINDS[kind], np.int8)))
+        elif f.name == REFIRE and kind == "result":
+            cols.append(pc.equal(batch.column("timing"), "late"))
         elif f.name in batch.schema.names:
             cols.append(batch.column(f.name).cast(f.type))
         else:
@@ -324,13 +338,14 @@ def results_frame(cached: DataFrame, plan: WindowPlan) -> DataFrame:
     from pyspark.sql import functions as F
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
-    return cached.where(F.col(OUTPUT) == "result").select(
+    timing = F.when(F.col(REFIRE), F.lit("late")).otherwise(F.lit("on_time"))
+    return cached.where(F.col(OUTPUT) == KINDS["result"]).select(
         *[F.col(quote(k)) for k in plan.keys],
         ev.from_ticks(F.col("window_start")).alias("window_start"),
         ev.from_ticks(F.col("window_end")).alias("window_end"),
         *[F.col(agg_name(a)) for a in plan.aggs],
         ev.from_ticks(F.col("watermark")).alias("watermark"),
-        F.col("timing"),
+        timing.alias("timing"),
         arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
     )
 
@@ -364,7 +379,7 @@ def side_frame(cached: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) ->
         if kind == "late"
         else F.col("reason")
     )
-    return cached.where(F.col(OUTPUT) == kind).select(*record_columns(plan, df), extra)
+    return cached.where(F.col(OUTPUT) == KINDS[kind]).select(*record_columns(plan, df), extra)
 
 
 def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:

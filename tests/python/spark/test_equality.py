@@ -19,7 +19,7 @@ from floodmark import (
 )
 from floodmark.datagen import StreamSpec, generate
 from floodmark.replay import replay
-from floodmark.spark import assign_watermarks, window_aggregate
+from floodmark.spark import assign_watermarks, lookup, window_aggregate
 
 SPEC = StreamSpec(
     rows=20_000,
@@ -56,9 +56,7 @@ def frame(spark: Any, table: pa.Table) -> Any:
     return spark.createDataFrame(table)
 
 
-@pytest.mark.parametrize("name", list(STRATEGIES))
-def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
-    strategy = STRATEGIES[name]
+def check_assign(spark: Any, table: pa.Table, strategy: WatermarkStrategy) -> None:
     got = (
         assign_watermarks(
             frame(spark, table),
@@ -84,6 +82,30 @@ def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str)
     assert got["is_late"].to_pylist() == want["is_late"].to_pylist()
     # The stream is built so that the check means something.
     assert 0 < sum(want["is_late"].to_pylist()) < table.num_rows
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
+    check_assign(spark, table, STRATEGIES[name])
+
+
+@pytest.mark.parametrize("layout", ["string", "sparse", "pair"])
+def test_assign_watermarks_every_lookup_key(
+    spark: Any, table: pa.Table, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Integer channels in a small range are offset by arithmetic (the tests above);
+    # string and sparse integer channels get offsets from a join; a key range too wide
+    # for one bigint joins on (offset, bucket).
+    partitions = table["partition"].to_pylist()
+    if layout == "string":
+        channel = pa.array([f"topic-{p}" for p in partitions])
+    elif layout == "sparse":
+        channel = pa.array([p * 10**15 - 7 for p in partitions], pa.int64())
+    else:
+        channel = table["partition"]
+        monkeypatch.setattr(lookup, "MAX_KEYS", 1)
+    at = table.schema.get_field_index("partition")
+    check_assign(spark, table.set_column(at, "partition", channel), STRATEGIES["bounded+idle"])
 
 
 def rows(t: pa.Table | Any, cols: list[str]) -> Counter[tuple[Any, ...]]:
