@@ -7,7 +7,8 @@ partition, in arrival order, exactly as Flink's keyed WindowOperator does. The c
 timeline travels with the function; its watermark advances are placed between the
 records by arrival time (an advance at time ``t`` comes after every record with
 ``arrival <= t``). Only the columns the stage needs cross into Python: keys, event
-time, arrival, channel and the aggregated values.
+time, arrival, channel and the aggregated values. The three outputs come back packed
+and are cached once (see :mod:`floodmark.spark.packed`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import key_column, quote, value_column
+from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.timeline import (
     Timeline,
     WatermarkPlan,
@@ -38,10 +40,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
-TS, ARRIVAL, OUTPUT, REFIRE = "__fm_ts", "__fm_arrival", "__fm_output", "__fm_refire"
-#: The output kind of each row of the one mapInArrow output (a byte, not a string:
-#: every result row carries it across the Arrow boundary and into the cache).
-KINDS = {"result": 0, "late": 1, "dropped": 2}
+TS, ARRIVAL, REFIRE = "__fm_ts", "__fm_arrival", "__fm_refire"
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 
 
@@ -117,11 +116,11 @@ class WindowPlan:
         return [*self.keys, TS, ARRIVAL, *chan, *vals]
 
 
-def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
-    """One schema for results, late and dropped rows (mapInArrow has one output)."""
+def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
+    """The schema of each output kind as the runner emits it (ticks, not yet converted):
+    results, and the late and dropped records with their watermark or reason."""
     from pyspark.sql.types import (
         BooleanType,
-        ByteType,
         DoubleType,
         LongType,
         StringType,
@@ -130,9 +129,9 @@ def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
     )
 
     fields = {f.name: f.dataType for f in sent.fields}
-    out = [StructField(OUTPUT, ByteType(), False)]
-    out += [StructField(c, fields[c]) for c in plan.sent_columns()]
-    out += [StructField("window_start", LongType()), StructField("window_end", LongType())]
+    records = [StructField(c, fields[c]) for c in plan.sent_columns()]
+    results = [StructField(k, fields[k]) for k in plan.keys]
+    results += [StructField("window_start", LongType()), StructField("window_end", LongType())]
     for agg in plan.aggs:
         dtype: DataType
         if agg == "count":
@@ -141,33 +140,33 @@ def union_schema(plan: WindowPlan, sent: StructType) -> StructType:
             dtype = DoubleType()
         else:
             dtype = LongType() if plan.values[agg[1]] == "bigint" else DoubleType()
-        out.append(StructField(agg_name(agg), dtype))
-    out += [
+        results.append(StructField(agg_name(agg), dtype))
+    results += [
         StructField("watermark", LongType()),
         StructField(REFIRE, BooleanType()),
         StructField("trigger_time", LongType()),
-        StructField("reason", StringType()),
     ]
-    return StructType(out)
+    return {
+        "result": StructType(results),
+        "late": StructType([*records, StructField("watermark", LongType())]),
+        "dropped": StructType([*records, StructField("reason", StringType())]),
+    }
 
 
-def conform(batch: pa.RecordBatch, kind: str, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` widened to the union schema (absent columns null), tagged ``kind``."""
-    n = batch.num_rows
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The operator's output ``batch`` in its kind's output ``schema``."""
     cols = []
     for f in schema:
-        if f.name == OUTPUT:
-            cols.append(pa.array(np.full(n, KINDS[kind], np.int8)))
-        elif f.name == REFIRE and kind == "result":
+        if f.name == REFIRE:
             cols.append(pc.equal(batch.column("timing"), "late"))
-        elif f.name in batch.schema.names:
-            cols.append(batch.column(f.name).cast(f.type))
         else:
-            cols.append(pa.nulls(n, f.type))
+            cols.append(batch.column(f.name).cast(f.type))
     return pa.record_batch(cols, schema=schema)
 
 
-def make_runner(plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schema: pa.Schema) -> Any:
+def make_runner(
+    plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schemas: Mapping[str, pa.Schema]
+) -> Any:
     """The function each partition runs: records in arrival order through one keyed
     Rust window operator, timeline advances interleaved by arrival time."""
     window, keys, aggs, lateness, unit = (
@@ -195,7 +194,7 @@ def make_runner(plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schema: pa
         def emit(out: Any) -> Iterator[pa.RecordBatch]:
             for kind, b in (("result", out.results), ("late", out.late), ("dropped", out.dropped)):
                 if b.num_rows:
-                    yield conform(b, kind, schema)
+                    yield from pack(kind, conform(b, schemas[kind]))
 
         for b in batches:
             if b.num_rows == 0:
@@ -304,19 +303,22 @@ def window_aggregate(
         *([F.col(quote(channel))] if plan.send_channel else []),
         *[F.col(quote(v)).cast(t).alias(v) for v, t in values.items() if v not in keys],
     )
-    schema = union_schema(plan, sent.schema)
+    schemas = output_schemas(plan, sent.schema)
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    arrow_schema = to_arrow_schema(schema)
+    arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
     parts = num_partitions or df.sparkSession.sparkContext.defaultParallelism
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
         ARRIVAL, *([quote(channel)] if plan.send_channel else []), TS, *map(quote, keys)
     )
-    cached = ordered.mapInArrow(make_runner(plan, times, wms, arrow_schema), schema).persist()
+    runner = make_runner(plan, times, wms, arrow_schemas)
+    cached = ordered.mapInArrow(runner, packed_schema()).persist()
     return WindowedOutput(
-        results=results_frame(cached, plan),
-        late=side_frame(cached, plan, df, "late"),
-        dropped=side_frame(cached, plan, df, "dropped").unionByName(errors_frame(df, plan)),
+        results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
+        late=side_frame(unpacked(cached, "late", schemas["late"]), plan, df, "late"),
+        dropped=side_frame(
+            unpacked(cached, "dropped", schemas["dropped"]), plan, df, "dropped"
+        ).unionByName(errors_frame(df, plan)),
         timeline=timeline,
         cached=cached,
     )
@@ -334,12 +336,12 @@ def check_window(window: Any, unit: str) -> None:
         ) from None
 
 
-def results_frame(cached: DataFrame, plan: WindowPlan) -> DataFrame:
+def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
     from pyspark.sql import functions as F
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
     timing = F.when(F.col(REFIRE), F.lit("late")).otherwise(F.lit("on_time"))
-    return cached.where(F.col(OUTPUT) == KINDS["result"]).select(
+    return results.select(
         *[F.col(quote(k)) for k in plan.keys],
         ev.from_ticks(F.col("window_start")).alias("window_start"),
         ev.from_ticks(F.col("window_end")).alias("window_end"),
@@ -371,7 +373,7 @@ def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
     return cols
 
 
-def side_frame(cached: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
+def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
     from pyspark.sql import functions as F
 
     extra = (
@@ -379,7 +381,7 @@ def side_frame(cached: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) ->
         if kind == "late"
         else F.col("reason")
     )
-    return cached.where(F.col(OUTPUT) == KINDS[kind]).select(*record_columns(plan, df), extra)
+    return rows.select(*record_columns(plan, df), extra)
 
 
 def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
