@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod assigner;
 pub mod keys;
+mod lookahead;
 pub mod operator;
 pub mod output;
 pub mod persist;

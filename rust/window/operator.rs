@@ -8,9 +8,10 @@
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
 
-use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
+use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
 use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
+use super::lookahead::{Lookahead, CHUNK};
 use super::output::{DropReason, Output, Trigger};
 use super::store::WindowStore;
 use super::timers::{Entry, Timers};
@@ -61,6 +62,23 @@ pub struct Batch<'a> {
     pub arrival_valid: Option<&'a [bool]>,
 }
 
+/// A record being added: key id, event time, batch row and trigger.
+struct Rec {
+    key: u32,
+    ts: Ticks,
+    row: usize,
+    trigger: Trigger,
+}
+
+/// The records of one `process()` call: the batch, its key ids, its aggregates
+/// resolved, and the global position of its first record.
+struct Rows<'b, 'a> {
+    batch: &'b Batch<'a>,
+    ids: &'b [u32],
+    adder: &'b RowAdder<'a>,
+    base: i64,
+}
+
 /// The keyed event-time window operator.
 #[derive(Clone, Debug)]
 pub struct WindowOperator {
@@ -74,7 +92,7 @@ pub struct WindowOperator {
     scratch: Vec<TimeWindow>,
     due: Vec<Entry>,
     grid: GridCache,
-    found: Vec<Option<usize>>,
+    lookahead: Lookahead,
     acc: Vec<Cell>,
     ids: Vec<u32>,
 }
@@ -125,7 +143,7 @@ impl WindowOperator {
             scratch: Vec::new(),
             due: Vec::new(),
             grid: GridCache::default(),
-            found: Vec::new(),
+            lookahead: Lookahead::default(),
             acc: Vec::new(),
             ids: Vec::new(),
         })
@@ -258,55 +276,26 @@ impl WindowOperator {
         if self.value_types.is_none() {
             self.value_types = Some(batch.values.iter().map(ValueCol::value_type).collect());
         }
-        let types = self.value_types.clone().expect("set above");
+        let adder = RowAdder::new(&self.cfg.aggs, &batch.values);
         let mut out = Output::new(&self.agg_types());
-        let mut next = 0;
         let base = self.position as i64;
-        for row in 0..n {
-            while next < advances.len() && advances[next].position == row {
-                let a = advances[next];
-                self.advance_to(
-                    a.watermark,
-                    Trigger {
-                        position: base + row as i64,
-                        time: a.time,
-                    },
-                    &mut out,
-                );
-                next += 1;
-            }
-            if !batch.event_time_valid.map_or(true, |m| m[row]) {
-                out.dropped_rows.push(row);
-                out.dropped_reason.push(DropReason::NullEventTime);
-                continue;
-            }
-            let time = batch
-                .arrival
-                .and_then(|a| batch.arrival_valid.map_or(true, |m| m[row]).then(|| a[row]));
+        let src = Rows {
+            batch,
+            ids: &ids,
+            adder: &adder,
+            base,
+        };
+        let mut row = 0;
+        for a in advances {
+            self.records(&src, row..a.position, &mut out);
+            row = a.position;
             let trigger = Trigger {
                 position: base + row as i64,
-                time,
+                time: a.time,
             };
-            self.record(
-                ids[row],
-                batch.event_time[row],
-                row,
-                &batch.values,
-                &types,
-                trigger,
-                &mut out,
-            );
+            self.advance_to(a.watermark, trigger, &mut out);
         }
-        for a in &advances[next..] {
-            self.advance_to(
-                a.watermark,
-                Trigger {
-                    position: base + n as i64,
-                    time: a.time,
-                },
-                &mut out,
-            );
-        }
+        self.records(&src, row..n, &mut out);
         self.position += n as u64;
         self.ids = ids;
         Ok(out)
@@ -387,72 +376,134 @@ impl WindowOperator {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &mut self,
-        key: u32,
-        ts: Ticks,
-        row: usize,
-        values: &[ValueCol<'_>],
-        types: &[ValueType],
-        trigger: Trigger,
-        out: &mut Output,
-    ) {
-        let mut windows = std::mem::take(&mut self.scratch);
-        windows.clear();
-        if self
-            .cfg
-            .assigner
-            .assign_windows_cached(ts, &mut self.grid, &mut windows)
-            .is_err()
-        {
-            self.scratch = windows;
-            out.dropped_rows.push(row);
-            out.dropped_reason.push(DropReason::MinEventTime);
-            return;
-        }
-        let mut skipped = true;
-        if self.cfg.assigner.is_merging() {
-            let window = self.merge_session(key, windows[0]);
-            let found = self.store.find(key, window);
-            skipped = !self.add_to_window(key, window, found, ts, row, values, types, trigger, out);
-        } else {
-            // One pass over the key's windows finds all of the record's; adding to them
-            // only appends windows, so the positions stay valid.
-            let mut found = std::mem::take(&mut self.found);
-            self.store.find_all(key, &windows, &mut found);
-            for (&w, &f) in windows.iter().zip(&found) {
-                if self.add_to_window(key, w, f, ts, row, values, types, trigger, out) {
-                    skipped = false;
-                }
-            }
-            self.found = found;
-        }
-        self.scratch = windows;
-        if skipped {
-            if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
-                out.late_rows.push(row);
-                out.late_watermark.push(self.watermark);
-            } else {
-                out.dropped_rows.push(row);
-                out.dropped_reason.push(DropReason::NoWindow);
-            }
+    /// What caused the firings of batch row `row`: its position and arrival time.
+    fn trigger(batch: &Batch<'_>, base: i64, row: usize) -> Trigger {
+        let time = batch
+            .arrival
+            .and_then(|a| batch.arrival_valid.map_or(true, |m| m[row]).then(|| a[row]));
+        Trigger {
+            position: base + row as i64,
+            time,
         }
     }
 
-    /// Adds the record to `window` (at position `found` of `key`'s windows, if live)
-    /// unless the window is late; returns whether it did.
-    #[allow(clippy::too_many_arguments)]
+    /// A record at `ts` (batch row `row`) that went into no window: late if
+    /// `ts + L <= watermark`, else dropped.
+    fn unplaced(&self, row: usize, ts: Ticks, out: &mut Output) {
+        if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
+            out.late_rows.push(row);
+            out.late_watermark.push(self.watermark);
+        } else {
+            out.drop_row(row, DropReason::NoWindow);
+        }
+    }
+
+    /// Processes the records `rows` of a batch (no watermark advance among them).
+    fn records(&mut self, src: &Rows<'_, '_>, rows: std::ops::Range<usize>, out: &mut Output) {
+        let Rows {
+            batch,
+            ids,
+            adder,
+            base,
+        } = *src;
+        let merging = self.cfg.assigner.is_merging();
+        let mut look = std::mem::take(&mut self.lookahead);
+        for chunk in rows.clone().step_by(CHUNK) {
+            let end = rows.end.min(chunk + CHUNK);
+            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
+            if !merging {
+                look.fill(
+                    &self.cfg.assigner,
+                    &mut self.grid,
+                    &self.store,
+                    &ids[chunk..end],
+                    &batch.event_time[chunk..end],
+                    valid,
+                );
+            }
+            if !look.slots.is_empty() {
+                self.tumbling_chunk(&look, src, chunk, out);
+                continue;
+            }
+            let mut created = false;
+            let mut from = 0;
+            for (i, row) in (chunk..end).enumerate() {
+                if !valid.map_or(true, |m| m[i]) {
+                    out.drop_row(row, DropReason::NullEventTime);
+                    continue;
+                }
+                let (key, ts) = (ids[row], batch.event_time[row]);
+                let rec = Rec {
+                    key,
+                    ts,
+                    row,
+                    trigger: Self::trigger(batch, base, row),
+                };
+                let placed = if merging {
+                    let Some(placed) = self.session_record(&rec, adder, out) else {
+                        out.drop_row(row, DropReason::MinEventTime);
+                        continue;
+                    };
+                    placed
+                } else {
+                    let Some(to) = look.ends[i] else {
+                        out.drop_row(row, DropReason::MinEventTime);
+                        continue;
+                    };
+                    let mut placed = false;
+                    for (w, &f) in look.windows[from..to].iter().zip(&look.found[from..to]) {
+                        let f = if f.is_none() && created {
+                            self.store.find(key, *w)
+                        } else {
+                            f
+                        };
+                        if self.add_to_window(&rec, *w, f, adder, out) {
+                            placed = true;
+                            created |= f.is_none();
+                        }
+                    }
+                    from = to;
+                    placed
+                };
+                if !placed {
+                    self.unplaced(row, ts, out);
+                }
+            }
+        }
+        self.lookahead = look;
+    }
+
+    /// Adds a record to its session (merging the key's sessions as needed); returns
+    /// whether it was added, `None` if the assigner rejected its event time.
+    fn session_record(
+        &mut self,
+        rec: &Rec,
+        adder: &RowAdder<'_>,
+        out: &mut Output,
+    ) -> Option<bool> {
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        let assigned =
+            self.cfg
+                .assigner
+                .assign_windows_cached(rec.ts, &mut self.grid, &mut windows);
+        let new = windows.first().copied();
+        self.scratch = windows;
+        let new = new.filter(|_| assigned.is_ok())?;
+        let window = self.merge_session(rec.key, new);
+        let found = self.store.find(rec.key, window);
+        Some(self.add_to_window(rec, window, found, adder, out))
+    }
+
+    /// Adds the record to `window` (at position `found` of its key's windows, if
+    /// live) unless the window is late; returns whether it did.
+    #[inline]
     fn add_to_window(
         &mut self,
-        key: u32,
+        rec: &Rec,
         window: TimeWindow,
         found: Option<usize>,
-        ts: Ticks,
-        row: usize,
-        values: &[ValueCol<'_>],
-        types: &[ValueType],
-        trigger: Trigger,
+        adder: &RowAdder<'_>,
         out: &mut Output,
     ) -> bool {
         let cleanup = self.cleanup_time(&window);
@@ -462,24 +513,17 @@ impl WindowOperator {
         // A non-merging window registers its timers when it is created; later
         // registrations would be no-ops (its timers are still pending, or the firing
         // time had passed already at creation). Sessions register on every record.
+        let key = rec.key;
         let (idx, created) = match found {
             Some(i) => (i, false),
             None => (self.store.alloc(key, window), true),
         };
         let register = created || self.cfg.assigner.is_merging();
         let cells = self.store.cells_mut(key, idx);
-        add_row(
-            cells,
-            &self.cfg.aggs,
-            types,
-            values,
-            row,
-            ts,
-            trigger.position as u64,
-        );
+        adder.add(cells, rec.row, rec.ts, rec.trigger.position as u64);
         let max_ts = window.max_timestamp();
         if max_ts <= self.watermark {
-            self.emit(key, idx, true, trigger, out);
+            self.emit(key, idx, true, rec.trigger, out);
         } else if register {
             self.register_timer(key, idx, max_ts);
         }
@@ -560,6 +604,9 @@ impl WindowOperator {
         }
     }
 }
+
+#[path = "tumbling.rs"]
+mod tumbling;
 
 #[cfg(test)]
 #[path = "operator_tests.rs"]

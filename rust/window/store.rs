@@ -73,10 +73,12 @@ impl WindowStore {
         }
     }
 
-    /// The positions of `windows` (distinct) in the list of `key`, into `out`.
+    /// The positions of `windows` (distinct) in the list of `key`, appended to `out`.
+    #[inline]
     pub(crate) fn find_all(&self, key: u32, windows: &[TimeWindow], out: &mut Vec<Option<usize>>) {
-        out.clear();
-        out.resize(windows.len(), None);
+        let at = out.len();
+        out.resize(at + windows.len(), None);
+        let out = &mut out[at..];
         let Some(kw) = self.by_key.get(key as usize) else {
             return;
         };

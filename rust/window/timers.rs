@@ -66,8 +66,7 @@ impl Timers {
                 }
                 std::mem::swap(out, first.get_mut());
                 first.remove();
-                out.sort_unstable();
-                out.dedup();
+                sort_dedup(out);
                 Some(ts)
             }
             Self::Set(set) => {
@@ -84,6 +83,44 @@ impl Timers {
                 }
                 Some(ts)
             }
+        }
+    }
+}
+
+/// Sorts and dedups `due`. Tumbling and sliding windows put every key's timer for
+/// one window on the same time, so a bucket usually holds one window: then its key
+/// ids are sorted by marking them in a bitmap.
+fn sort_dedup(due: &mut Vec<Entry>) {
+    let Some(&(_, start, end)) = due.first() else {
+        return;
+    };
+    let mut max_key = 0;
+    for &(key, s, e) in due.iter() {
+        if (s, e) != (start, end) {
+            due.sort_unstable();
+            due.dedup();
+            return;
+        }
+        max_key = max_key.max(key);
+    }
+    let words = max_key as usize / 64 + 1;
+    if words > due.len() {
+        // sparse keys: sorting is cheaper than scanning the bitmap
+        due.sort_unstable();
+        due.dedup();
+        return;
+    }
+    let mut marks = vec![0u64; words];
+    for &(key, ..) in due.iter() {
+        marks[key as usize / 64] |= 1 << (key % 64);
+    }
+    due.clear();
+    for (i, &word) in marks.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let key = (i * 64) as u32 + bits.trailing_zeros();
+            due.push((key, start, end));
+            bits &= bits - 1;
         }
     }
 }
