@@ -11,7 +11,7 @@
 use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
 use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
-use super::lookahead::{Lookahead, CHUNK};
+use super::lookahead::{Lookahead, CHUNK, NOT_FOUND, REJECTED};
 use super::output::{DropReason, Output, Trigger};
 use super::store::WindowStore;
 use super::timers::{Entry, Timers};
@@ -400,12 +400,7 @@ impl WindowOperator {
 
     /// Processes the records `rows` of a batch (no watermark advance among them).
     fn records(&mut self, src: &Rows<'_, '_>, rows: std::ops::Range<usize>, out: &mut Output) {
-        let Rows {
-            batch,
-            ids,
-            adder,
-            base,
-        } = *src;
+        let (batch, ids) = (src.batch, src.ids);
         let merging = self.cfg.assigner.is_merging();
         let mut look = std::mem::take(&mut self.lookahead);
         for chunk in rows.clone().step_by(CHUNK) {
@@ -421,10 +416,6 @@ impl WindowOperator {
                     valid,
                 );
             }
-            if !look.slots.is_empty() {
-                self.tumbling_chunk(&look, src, chunk, out);
-                continue;
-            }
             let mut created = false;
             let mut from = 0;
             for (i, row) in (chunk..end).enumerate() {
@@ -432,55 +423,87 @@ impl WindowOperator {
                     out.drop_row(row, DropReason::NullEventTime);
                     continue;
                 }
-                let (key, ts) = (ids[row], batch.event_time[row]);
-                let rec = Rec {
-                    key,
-                    ts,
-                    row,
-                    trigger: Self::trigger(batch, base, row),
-                };
+                // whether the record went into a window; `None`: its time was rejected
                 let placed = if merging {
-                    let Some(placed) = self.session_record(&rec, adder, out) else {
-                        out.drop_row(row, DropReason::MinEventTime);
-                        continue;
-                    };
-                    placed
+                    self.session_record(src, row, out)
+                } else if let Some(&slot) = look.slots.get(i) {
+                    // tumbling: one window
+                    let found = (slot != NOT_FOUND).then_some(slot as usize);
+                    (slot != REJECTED)
+                        .then(|| self.place(src, row, look.windows[i], found, &mut created, out))
                 } else {
-                    let Some(to) = look.ends[i] else {
-                        out.drop_row(row, DropReason::MinEventTime);
-                        continue;
-                    };
-                    let mut placed = false;
-                    for (w, &f) in look.windows[from..to].iter().zip(&look.found[from..to]) {
-                        let f = if f.is_none() && created {
-                            self.store.find(key, *w)
-                        } else {
-                            f
-                        };
-                        if self.add_to_window(&rec, *w, f, adder, out) {
-                            placed = true;
-                            created |= f.is_none();
+                    look.ends[i].map(|to| {
+                        let mut placed = false;
+                        for (w, &f) in look.windows[from..to].iter().zip(&look.found[from..to]) {
+                            placed |= self.place(src, row, *w, f, &mut created, out);
                         }
-                    }
-                    from = to;
-                    placed
+                        from = to;
+                        placed
+                    })
                 };
-                if !placed {
-                    self.unplaced(row, ts, out);
+                match placed {
+                    Some(true) => {}
+                    Some(false) => self.unplaced(row, batch.event_time[row], out),
+                    None => out.drop_row(row, DropReason::MinEventTime),
                 }
             }
         }
         self.lookahead = look;
     }
 
+    /// Adds batch row `row` to its non-merging `window`, live at position `found`
+    /// of its key's windows when the chunk was looked up, unless the window is late;
+    /// returns whether it did. `created`: whether the chunk created a window yet.
+    #[inline]
+    fn place(
+        &mut self,
+        src: &Rows<'_, '_>,
+        row: usize,
+        window: TimeWindow,
+        found: Option<usize>,
+        created: &mut bool,
+        out: &mut Output,
+    ) -> bool {
+        let (key, ts) = (src.ids[row], src.batch.event_time[row]);
+        if let Some(idx) = found {
+            // A live window: no timers to register (see `add_to_window`).
+            if self.cleanup_time(&window) <= self.watermark {
+                return false;
+            }
+            let cells = self.store.cells_mut(key, idx);
+            src.adder
+                .add(cells, row, ts, (src.base + row as i64) as u64);
+            if window.max_timestamp() <= self.watermark {
+                self.emit(key, idx, true, Self::trigger(src.batch, src.base, row), out);
+            }
+            return true;
+        }
+        // Not live when looked up: an earlier record of the chunk may have created it.
+        let found = if *created {
+            self.store.find(key, window)
+        } else {
+            None
+        };
+        let rec = Rec {
+            key,
+            ts,
+            row,
+            trigger: Self::trigger(src.batch, src.base, row),
+        };
+        let added = self.add_to_window(&rec, window, found, src.adder, out);
+        *created |= added && found.is_none();
+        added
+    }
+
     /// Adds a record to its session (merging the key's sessions as needed); returns
     /// whether it was added, `None` if the assigner rejected its event time.
-    fn session_record(
-        &mut self,
-        rec: &Rec,
-        adder: &RowAdder<'_>,
-        out: &mut Output,
-    ) -> Option<bool> {
+    fn session_record(&mut self, src: &Rows<'_, '_>, row: usize, out: &mut Output) -> Option<bool> {
+        let rec = Rec {
+            key: src.ids[row],
+            ts: src.batch.event_time[row],
+            row,
+            trigger: Self::trigger(src.batch, src.base, row),
+        };
         let mut windows = std::mem::take(&mut self.scratch);
         windows.clear();
         let assigned =
@@ -492,7 +515,7 @@ impl WindowOperator {
         let new = new.filter(|_| assigned.is_ok())?;
         let window = self.merge_session(rec.key, new);
         let found = self.store.find(rec.key, window);
-        Some(self.add_to_window(rec, window, found, adder, out))
+        Some(self.add_to_window(&rec, window, found, src.adder, out))
     }
 
     /// Adds the record to `window` (at position `found` of its key's windows, if
@@ -604,9 +627,6 @@ impl WindowOperator {
         }
     }
 }
-
-#[path = "tumbling.rs"]
-mod tumbling;
 
 #[cfg(test)]
 #[path = "operator_tests.rs"]

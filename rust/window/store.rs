@@ -63,14 +63,20 @@ impl WindowStore {
     pub(crate) fn find(&self, key: u32, window: TimeWindow) -> Option<usize> {
         let kw = self.by_key.get(key as usize)?;
         if kw.indexed {
-            let found = self.index.get(&(key, window.start, window.end));
-            found.map(|&i| i as usize)
+            self.find_indexed(key, window)
         } else {
             kw.buf
                 .iter()
                 .step_by(self.step())
                 .position(|h| h.a == window.start as u64 && h.n == window.end as u64)
         }
+    }
+
+    /// [`Self::find`] for a key with many windows (kept out of line).
+    #[inline(never)]
+    fn find_indexed(&self, key: u32, window: TimeWindow) -> Option<usize> {
+        let found = self.index.get(&(key, window.start, window.end));
+        found.map(|&i| i as usize)
     }
 
     /// The positions of `windows` (distinct) in the list of `key`, appended to `out`.
