@@ -379,6 +379,7 @@ impl AggColumn {
     }
 
     /// Appends the final value of `cell` for aggregate `spec`.
+    #[inline]
     pub fn push(&mut self, cell: &Cell, spec: &AggSpec) {
         let present = cell.n > 0;
         match self {

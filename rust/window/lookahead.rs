@@ -54,23 +54,26 @@ impl Lookahead {
         self.found.clear();
         self.ends.clear();
         self.slots.clear();
-        for (i, (&key, &ts)) in keys.iter().zip(times).enumerate() {
-            let valid = valid.map_or(true, |m| m[i]);
-            if let WindowAssigner::Tumbling { size, offset } = *assigner {
-                let none = TimeWindow::new(0, 0);
-                let (window, slot) = if valid {
-                    match tumbling_window(size, offset, ts, grid) {
-                        Ok(w) => (w, store.find(key, w).map_or(NOT_FOUND, |i| i as u32)),
-                        Err(_) => (none, REJECTED),
+        if let WindowAssigner::Tumbling { size, offset } = *assigner {
+            let none = TimeWindow::new(0, 0);
+            self.windows.resize(keys.len(), none);
+            self.slots.resize(keys.len(), NOT_FOUND);
+            let slots = self.windows.iter_mut().zip(self.slots.iter_mut());
+            for (i, ((window, slot), (&key, &ts))) in slots.zip(keys.iter().zip(times)).enumerate()
+            {
+                if valid.map_or(true, |m| m[i]) {
+                    if let Ok(w) = tumbling_window(size, offset, ts, grid) {
+                        *window = w;
+                        *slot = store.find(key, w).map_or(NOT_FOUND, |i| i as u32);
+                    } else {
+                        *slot = REJECTED;
                     }
-                } else {
-                    (none, NOT_FOUND)
-                };
-                self.windows.push(window);
-                self.slots.push(slot);
-                continue;
+                }
             }
-            if valid {
+            return;
+        }
+        for (i, (&key, &ts)) in keys.iter().zip(times).enumerate() {
+            if valid.map_or(true, |m| m[i]) {
                 let from = self.windows.len();
                 if assigner
                     .assign_windows_cached(ts, grid, &mut self.windows)

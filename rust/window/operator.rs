@@ -454,7 +454,8 @@ impl WindowOperator {
     /// Adds batch row `row` to its non-merging `window`, live at position `found`
     /// of its key's windows when the chunk was looked up, unless the window is late;
     /// returns whether it did. `created`: whether the chunk created a window yet.
-    #[inline]
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn place(
         &mut self,
         src: &Rows<'_, '_>,
@@ -478,7 +479,22 @@ impl WindowOperator {
             }
             return true;
         }
-        // Not live when looked up: an earlier record of the chunk may have created it.
+        self.place_new(src, row, window, created, out)
+    }
+
+    /// [`Self::place`] for a window that was not live when the chunk was looked up
+    /// (out of line: a tenth of the records or fewer get here).
+    #[inline(never)]
+    fn place_new(
+        &mut self,
+        src: &Rows<'_, '_>,
+        row: usize,
+        window: TimeWindow,
+        created: &mut bool,
+        out: &mut Output,
+    ) -> bool {
+        let (key, ts) = (src.ids[row], src.batch.event_time[row]);
+        // An earlier record of the chunk may have created it.
         let found = if *created {
             self.store.find(key, window)
         } else {
