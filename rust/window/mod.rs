@@ -10,6 +10,7 @@ mod lookahead;
 pub mod operator;
 pub mod output;
 pub mod persist;
+mod radix_heap;
 mod store;
 mod timers;
 

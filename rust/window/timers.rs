@@ -8,13 +8,13 @@
 //! Non-merging assigners (tumbling, sliding) put every key's window of one grid cell
 //! on the same few times, so timers are kept in one bucket per distinct time, sorted
 //! when the bucket comes due. Sessions have (almost) one time per window, so they
-//! keep a binary heap: times arrive nearly in order, so an insert is a compare or
-//! two at the bottom of the heap (a B-tree set spent half of the session
-//! operator's time). The heap keeps duplicates; they come due in the same group,
-//! next to each other, and only the first finds its timer pending, as above.
+//! keep a radix heap (a B-tree set spent half of the session operator's time). The
+//! heap keeps duplicates; they come due in the same group, next to each other, and
+//! only the first finds its timer pending, as above.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
+
+use super::radix_heap::RadixHeap;
 
 use crate::time::Ticks;
 
@@ -26,14 +26,14 @@ pub(crate) enum Timers {
     /// One unsorted list per distinct time.
     Buckets(BTreeMap<Ticks, Vec<Entry>>),
     /// One min-heap of `(time, key, start, end)`.
-    Heap(BinaryHeap<Reverse<(Ticks, u32, Ticks, Ticks)>>),
+    Heap(RadixHeap),
 }
 
 impl Timers {
     /// Empty timers; bucketed unless the windows merge.
     pub(crate) fn new(merging: bool) -> Self {
         if merging {
-            Self::Heap(BinaryHeap::new())
+            Self::Heap(RadixHeap::default())
         } else {
             Self::Buckets(BTreeMap::new())
         }
@@ -50,7 +50,7 @@ impl Timers {
                     map.insert(ts, vec![(key, start, end)]);
                 }
             }
-            Self::Heap(heap) => heap.push(Reverse((ts, key, start, end))),
+            Self::Heap(heap) => heap.push(ts, (key, start, end)),
         }
     }
 
@@ -71,20 +71,7 @@ impl Timers {
                 sort_dedup(out);
                 Some(ts)
             }
-            Self::Heap(heap) => {
-                let &Reverse((ts, ..)) = heap.peek()?;
-                if ts > watermark {
-                    return None;
-                }
-                while let Some(&Reverse((t, key, start, end))) = heap.peek() {
-                    if t != ts {
-                        break;
-                    }
-                    heap.pop();
-                    out.push((key, start, end));
-                }
-                Some(ts)
-            }
+            Self::Heap(heap) => heap.pop_due(watermark, out),
         }
     }
 }
