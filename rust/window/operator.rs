@@ -628,13 +628,29 @@ impl WindowOperator {
         acc.clear();
         acc.resize(self.stride(), Cell::default());
         let types = self.value_types.as_deref().unwrap_or_default();
+        // One window that is its key's last: freeing it and allocating the cover
+        // would put the cover at its position, so it is replaced in place.
+        let reuse = match merged {
+            [w] => self
+                .store
+                .find(key, *w)
+                .filter(|&i| self.store.is_last(key, i)),
+            _ => None,
+        };
         for w in merged {
             if let Some(i) = self.store.find(key, *w) {
                 merge_cells(&mut acc, self.store.cells(key, i), &self.cfg.aggs, types);
-                self.store.free(key, i);
+                if reuse != Some(i) {
+                    self.store.free(key, i);
+                }
             }
         }
-        let idx = self.store.alloc(key, into);
+        let idx = if let Some(i) = reuse {
+            self.store.replace_last(key, i, into);
+            i
+        } else {
+            self.store.alloc(key, into)
+        };
         self.store.cells_mut(key, idx).copy_from_slice(&acc);
         self.acc = acc;
         let max_ts = into.max_timestamp();

@@ -167,6 +167,37 @@ impl WindowStore {
         }
     }
 
+    /// Whether `idx` is the last position of `key`'s windows.
+    pub(crate) fn is_last(&self, key: u32, idx: usize) -> bool {
+        (idx + 1) * self.step() == self.by_key[key as usize].buf.len()
+    }
+
+    /// Replaces the last window of `key`, at `idx`, by an empty `window` (no timers,
+    /// fresh cells): the same as [`Self::free`] then [`Self::alloc`], in place.
+    pub(crate) fn replace_last(&mut self, key: u32, idx: usize, window: TimeWindow) {
+        debug_assert!(self.is_last(key, idx));
+        let step = self.step();
+        let kw = &mut self.by_key[key as usize];
+        let gone = header_window(&kw.buf[idx * step]);
+        if kw.indexed {
+            self.index.remove(&(key, gone.start, gone.end));
+            if idx == 0 {
+                // `free` of the only window goes back to linear search
+                kw.indexed = false;
+            } else {
+                self.index
+                    .insert((key, window.start, window.end), idx as u32);
+            }
+        }
+        kw.buf[idx * step] = Cell {
+            a: window.start as u64,
+            n: window.end as u64,
+            t: MIN_TICKS,
+            s: MIN_TICKS as u64,
+        };
+        kw.buf[idx * step + 1..(idx + 1) * step].fill(Cell::default());
+    }
+
     /// The live windows of `key`.
     pub(crate) fn windows(&self, key: u32) -> impl Iterator<Item = TimeWindow> + '_ {
         let buf = self.by_key.get(key as usize).map_or(&[][..], |kw| &kw.buf);
@@ -288,5 +319,35 @@ mod tests {
         }
         assert_eq!(s.len(), 0);
         assert!(s.find(3, w(1)).is_none());
+    }
+
+    #[test]
+    fn replace_last_is_free_then_alloc() {
+        let w = |i: i64| TimeWindow::new(i, i + 1);
+        for n in [1, 2, 17, 18] {
+            let (mut a, mut b) = (WindowStore::new(2), WindowStore::new(2));
+            for s in [&mut a, &mut b] {
+                for i in 0..n {
+                    let idx = s.alloc(5, w(i));
+                    s.cells_mut(5, idx)[1].a = 7;
+                    s.add_timer(5, idx, 9);
+                }
+            }
+            let last = n as usize - 1;
+            assert!(a.is_last(5, last) && !a.is_last(5, 0) || n == 1);
+            a.free(5, last);
+            assert_eq!(a.alloc(5, w(100)), last);
+            b.replace_last(5, last, w(100));
+            assert_eq!(a.len(), b.len());
+            assert_eq!(a.positions(), b.positions());
+            for (k, i) in a.positions() {
+                assert_eq!(a.window(k, i), b.window(k, i));
+                assert_eq!(a.cells(k, i), b.cells(k, i));
+                assert_eq!(a.timers(k, i), b.timers(k, i));
+                assert_eq!(b.find(k, b.window(k, i)), Some(i));
+            }
+            assert_eq!(a.by_key[5].indexed, b.by_key[5].indexed);
+            assert!(b.find(5, w(last as i64)).is_none());
+        }
     }
 }
