@@ -3,10 +3,14 @@
 //!
 //! State is one slot per live `(key, window)`: its accumulators and its pending
 //! event-time timers (a window's timers are Flink's timer set: at most the firing
-//! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers sit in a
-//! B-tree set ordered by `(time, key id, window)`; stale entries are skipped.
+//! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers come due
+//! in `(time, key id, window)` order (see `timers.rs`); stale entries are skipped.
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
+//!
+//! Between two watermark advances, tumbling and sliding records are looked up a
+//! chunk at a time (see `lookahead.rs`) and then added in order; the aggregates
+//! are resolved against the batch's columns once per call (`RowAdder`).
 
 use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
 use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};

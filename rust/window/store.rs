@@ -29,6 +29,16 @@ fn header_window(c: &Cell) -> TimeWindow {
     TimeWindow::new(c.a as i64, c.n as i64)
 }
 
+/// The header of a new window: no timers.
+fn new_header(window: TimeWindow) -> Cell {
+    Cell {
+        a: window.start as u64,
+        n: window.end as u64,
+        t: MIN_TICKS,
+        s: MIN_TICKS as u64,
+    }
+}
+
 /// All live windows, by key id.
 #[derive(Clone, Debug)]
 pub(crate) struct WindowStore {
@@ -118,12 +128,7 @@ impl WindowStore {
         let step = self.step();
         let kw = &mut self.by_key[key as usize];
         let idx = kw.buf.len() / step;
-        kw.buf.push(Cell {
-            a: window.start as u64,
-            n: window.end as u64,
-            t: MIN_TICKS,
-            s: MIN_TICKS as u64,
-        });
+        kw.buf.push(new_header(window));
         kw.buf.resize(kw.buf.len() + self.stride, Cell::default());
         self.len += 1;
         if kw.indexed {
@@ -189,12 +194,7 @@ impl WindowStore {
                     .insert((key, window.start, window.end), idx as u32);
             }
         }
-        kw.buf[idx * step] = Cell {
-            a: window.start as u64,
-            n: window.end as u64,
-            t: MIN_TICKS,
-            s: MIN_TICKS as u64,
-        };
+        kw.buf[idx * step] = new_header(window);
         kw.buf[idx * step + 1..(idx + 1) * step].fill(Cell::default());
     }
 
