@@ -150,6 +150,7 @@ impl WindowAssigner {
 
     /// [`Self::assign_windows`], remembering the last grid cell in `cache` so that
     /// the next records of the same cell skip the division.
+    #[inline]
     pub(crate) fn assign_windows_cached(
         &self,
         timestamp: Ticks,
@@ -158,9 +159,7 @@ impl WindowAssigner {
     ) -> Result<()> {
         match *self {
             Self::Tumbling { size, offset } => {
-                check_not_min(timestamp)?;
-                let start = cache.start(timestamp, offset.wrapping_rem(size), size)?;
-                out.push(TimeWindow::new(start, start.wrapping_add(size)));
+                out.push(tumbling_window(size, offset, timestamp, cache)?);
             }
             Self::Sliding {
                 size,
@@ -188,6 +187,21 @@ impl WindowAssigner {
     }
 }
 
+/// The window of a record at `timestamp` under `Tumbling { size, offset }`
+/// ([`WindowAssigner::assign_windows_cached`]).
+#[inline]
+pub(crate) fn tumbling_window(
+    size: Ticks,
+    offset: Ticks,
+    timestamp: Ticks,
+    cache: &mut GridCache,
+) -> Result<TimeWindow> {
+    check_not_min(timestamp)?;
+    let rem = cache.rem(offset, size);
+    let start = cache.start(timestamp, rem, size)?;
+    Ok(TimeWindow::new(start, start.wrapping_add(size)))
+}
+
 /// The last grid cell `[start, end)` seen by [`WindowAssigner::assign_windows_cached`]
 /// (empty at first). It is only kept when nothing overflowed, where
 /// [`window_start_with_offset`] is the floor of `ts` to the grid, so it is the same
@@ -196,9 +210,23 @@ impl WindowAssigner {
 pub(crate) struct GridCache {
     start: Ticks,
     end: Ticks,
+    /// `offset % size` of the last tumbling `(offset, size)` seen (`size` 0: none).
+    rem: (Ticks, Ticks, Ticks),
 }
 
 impl GridCache {
+    /// `offset.wrapping_rem(size)`, remembered for the next records.
+    #[inline]
+    fn rem(&mut self, offset: Ticks, size: Ticks) -> Ticks {
+        let (o, s, rem) = self.rem;
+        if o == offset && s == size && s != 0 {
+            return rem;
+        }
+        let rem = offset.wrapping_rem(size);
+        self.rem = (offset, size, rem);
+        rem
+    }
+
     /// `window_start_with_offset(ts, offset, step)`.
     #[inline]
     fn start(&mut self, ts: Ticks, offset: Ticks, step: Ticks) -> Result<Ticks> {
@@ -209,7 +237,7 @@ impl GridCache {
         let start = window_start_with_offset(ts, offset, step)?;
         if let Some(end) = start.checked_add(step) {
             if regular && start <= ts && ts < end {
-                *self = Self { start, end };
+                (self.start, self.end) = (start, end);
             }
         }
         Ok(start)

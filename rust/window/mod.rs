@@ -6,9 +6,11 @@
 pub mod aggregate;
 pub mod assigner;
 pub mod keys;
+mod lookahead;
 pub mod operator;
 pub mod output;
 pub mod persist;
+mod radix_heap;
 mod store;
 mod timers;
 

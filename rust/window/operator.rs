@@ -3,14 +3,19 @@
 //!
 //! State is one slot per live `(key, window)`: its accumulators and its pending
 //! event-time timers (a window's timers are Flink's timer set: at most the firing
-//! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers sit in a
-//! B-tree set ordered by `(time, key id, window)`; stale entries are skipped.
+//! time `max_timestamp` and the cleanup time `max_timestamp + L`). Timers come due
+//! in `(time, key id, window)` order (see `timers.rs`); stale entries are skipped.
 //! A window's state is freed at its cleanup time, so memory is bounded by the live
 //! windows.
+//!
+//! Between two watermark advances, tumbling and sliding records are looked up a
+//! chunk at a time (see `lookahead.rs`) and then added in order; the aggregates
+//! are resolved against the batch's columns once per call (`RowAdder`).
 
-use super::aggregate::{add_row, merge_cells, output_type, AggSpec, Cell, ValueCol, ValueType};
+use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
 use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
+use super::lookahead::{Lookahead, CHUNK, NOT_FOUND, REJECTED};
 use super::output::{DropReason, Output, Trigger};
 use super::store::WindowStore;
 use super::timers::{Entry, Timers};
@@ -61,6 +66,23 @@ pub struct Batch<'a> {
     pub arrival_valid: Option<&'a [bool]>,
 }
 
+/// A record being added: key id, event time, batch row and trigger.
+struct Rec {
+    key: u32,
+    ts: Ticks,
+    row: usize,
+    trigger: Trigger,
+}
+
+/// The records of one `process()` call: the batch, its key ids, its aggregates
+/// resolved, and the global position of its first record.
+struct Rows<'b, 'a> {
+    batch: &'b Batch<'a>,
+    ids: &'b [u32],
+    adder: &'b RowAdder<'a>,
+    base: i64,
+}
+
 /// The keyed event-time window operator.
 #[derive(Clone, Debug)]
 pub struct WindowOperator {
@@ -74,7 +96,7 @@ pub struct WindowOperator {
     scratch: Vec<TimeWindow>,
     due: Vec<Entry>,
     grid: GridCache,
-    found: Vec<Option<usize>>,
+    lookahead: Lookahead,
     acc: Vec<Cell>,
     ids: Vec<u32>,
 }
@@ -125,7 +147,7 @@ impl WindowOperator {
             scratch: Vec::new(),
             due: Vec::new(),
             grid: GridCache::default(),
-            found: Vec::new(),
+            lookahead: Lookahead::default(),
             acc: Vec::new(),
             ids: Vec::new(),
         })
@@ -258,55 +280,26 @@ impl WindowOperator {
         if self.value_types.is_none() {
             self.value_types = Some(batch.values.iter().map(ValueCol::value_type).collect());
         }
-        let types = self.value_types.clone().expect("set above");
+        let adder = RowAdder::new(&self.cfg.aggs, &batch.values);
         let mut out = Output::new(&self.agg_types());
-        let mut next = 0;
         let base = self.position as i64;
-        for row in 0..n {
-            while next < advances.len() && advances[next].position == row {
-                let a = advances[next];
-                self.advance_to(
-                    a.watermark,
-                    Trigger {
-                        position: base + row as i64,
-                        time: a.time,
-                    },
-                    &mut out,
-                );
-                next += 1;
-            }
-            if !batch.event_time_valid.map_or(true, |m| m[row]) {
-                out.dropped_rows.push(row);
-                out.dropped_reason.push(DropReason::NullEventTime);
-                continue;
-            }
-            let time = batch
-                .arrival
-                .and_then(|a| batch.arrival_valid.map_or(true, |m| m[row]).then(|| a[row]));
+        let src = Rows {
+            batch,
+            ids: &ids,
+            adder: &adder,
+            base,
+        };
+        let mut row = 0;
+        for a in advances {
+            self.records(&src, row..a.position, &mut out);
+            row = a.position;
             let trigger = Trigger {
                 position: base + row as i64,
-                time,
+                time: a.time,
             };
-            self.record(
-                ids[row],
-                batch.event_time[row],
-                row,
-                &batch.values,
-                &types,
-                trigger,
-                &mut out,
-            );
+            self.advance_to(a.watermark, trigger, &mut out);
         }
-        for a in &advances[next..] {
-            self.advance_to(
-                a.watermark,
-                Trigger {
-                    position: base + n as i64,
-                    time: a.time,
-                },
-                &mut out,
-            );
-        }
+        self.records(&src, row..n, &mut out);
         self.position += n as u64;
         self.ids = ids;
         Ok(out)
@@ -387,72 +380,173 @@ impl WindowOperator {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &mut self,
-        key: u32,
-        ts: Ticks,
-        row: usize,
-        values: &[ValueCol<'_>],
-        types: &[ValueType],
-        trigger: Trigger,
-        out: &mut Output,
-    ) {
-        let mut windows = std::mem::take(&mut self.scratch);
-        windows.clear();
-        if self
-            .cfg
-            .assigner
-            .assign_windows_cached(ts, &mut self.grid, &mut windows)
-            .is_err()
-        {
-            self.scratch = windows;
-            out.dropped_rows.push(row);
-            out.dropped_reason.push(DropReason::MinEventTime);
-            return;
-        }
-        let mut skipped = true;
-        if self.cfg.assigner.is_merging() {
-            let window = self.merge_session(key, windows[0]);
-            let found = self.store.find(key, window);
-            skipped = !self.add_to_window(key, window, found, ts, row, values, types, trigger, out);
-        } else {
-            // One pass over the key's windows finds all of the record's; adding to them
-            // only appends windows, so the positions stay valid.
-            let mut found = std::mem::take(&mut self.found);
-            self.store.find_all(key, &windows, &mut found);
-            for (&w, &f) in windows.iter().zip(&found) {
-                if self.add_to_window(key, w, f, ts, row, values, types, trigger, out) {
-                    skipped = false;
-                }
-            }
-            self.found = found;
-        }
-        self.scratch = windows;
-        if skipped {
-            if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
-                out.late_rows.push(row);
-                out.late_watermark.push(self.watermark);
-            } else {
-                out.dropped_rows.push(row);
-                out.dropped_reason.push(DropReason::NoWindow);
-            }
+    /// What caused the firings of batch row `row`: its position and arrival time.
+    fn trigger(batch: &Batch<'_>, base: i64, row: usize) -> Trigger {
+        let time = batch
+            .arrival
+            .and_then(|a| batch.arrival_valid.map_or(true, |m| m[row]).then(|| a[row]));
+        Trigger {
+            position: base + row as i64,
+            time,
         }
     }
 
-    /// Adds the record to `window` (at position `found` of `key`'s windows, if live)
-    /// unless the window is late; returns whether it did.
-    #[allow(clippy::too_many_arguments)]
-    fn add_to_window(
+    /// A record at `ts` (batch row `row`) that went into no window: late if
+    /// `ts + L <= watermark`, else dropped.
+    fn unplaced(&self, row: usize, ts: Ticks, out: &mut Output) {
+        if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
+            out.late_rows.push(row);
+            out.late_watermark.push(self.watermark);
+        } else {
+            out.drop_row(row, DropReason::NoWindow);
+        }
+    }
+
+    /// Processes the records `rows` of a batch (no watermark advance among them).
+    fn records(&mut self, src: &Rows<'_, '_>, rows: std::ops::Range<usize>, out: &mut Output) {
+        let (batch, ids) = (src.batch, src.ids);
+        let merging = self.cfg.assigner.is_merging();
+        let mut look = std::mem::take(&mut self.lookahead);
+        for chunk in rows.clone().step_by(CHUNK) {
+            let end = rows.end.min(chunk + CHUNK);
+            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
+            if !merging {
+                look.fill(
+                    &self.cfg.assigner,
+                    &mut self.grid,
+                    &self.store,
+                    &ids[chunk..end],
+                    &batch.event_time[chunk..end],
+                    valid,
+                );
+            }
+            let mut created = false;
+            let mut from = 0;
+            for (i, row) in (chunk..end).enumerate() {
+                if !valid.map_or(true, |m| m[i]) {
+                    out.drop_row(row, DropReason::NullEventTime);
+                    continue;
+                }
+                // whether the record went into a window; `None`: its time was rejected
+                let placed = if merging {
+                    self.session_record(src, row, out)
+                } else if let Some(&slot) = look.slots.get(i) {
+                    // tumbling: one window
+                    let found = (slot != NOT_FOUND).then_some(slot as usize);
+                    (slot != REJECTED)
+                        .then(|| self.place(src, row, look.windows[i], found, &mut created, out))
+                } else {
+                    look.ends[i].map(|to| {
+                        let mut placed = false;
+                        for (w, &f) in look.windows[from..to].iter().zip(&look.found[from..to]) {
+                            placed |= self.place(src, row, *w, f, &mut created, out);
+                        }
+                        from = to;
+                        placed
+                    })
+                };
+                match placed {
+                    Some(true) => {}
+                    Some(false) => self.unplaced(row, batch.event_time[row], out),
+                    None => out.drop_row(row, DropReason::MinEventTime),
+                }
+            }
+        }
+        self.lookahead = look;
+    }
+
+    /// Adds batch row `row` to its non-merging `window`, live at position `found`
+    /// of its key's windows when the chunk was looked up, unless the window is late;
+    /// returns whether it did. `created`: whether the chunk created a window yet.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn place(
         &mut self,
-        key: u32,
+        src: &Rows<'_, '_>,
+        row: usize,
         window: TimeWindow,
         found: Option<usize>,
-        ts: Ticks,
+        created: &mut bool,
+        out: &mut Output,
+    ) -> bool {
+        let (key, ts) = (src.ids[row], src.batch.event_time[row]);
+        if let Some(idx) = found {
+            // A live window: no timers to register (see `add_to_window`).
+            if self.cleanup_time(&window) <= self.watermark {
+                return false;
+            }
+            let cells = self.store.cells_mut(key, idx);
+            src.adder
+                .add(cells, row, ts, (src.base + row as i64) as u64);
+            if window.max_timestamp() <= self.watermark {
+                self.emit(key, idx, true, Self::trigger(src.batch, src.base, row), out);
+            }
+            return true;
+        }
+        self.place_new(src, row, window, created, out)
+    }
+
+    /// [`Self::place`] for a window that was not live when the chunk was looked up
+    /// (out of line: a tenth of the records or fewer get here).
+    #[inline(never)]
+    fn place_new(
+        &mut self,
+        src: &Rows<'_, '_>,
         row: usize,
-        values: &[ValueCol<'_>],
-        types: &[ValueType],
-        trigger: Trigger,
+        window: TimeWindow,
+        created: &mut bool,
+        out: &mut Output,
+    ) -> bool {
+        let (key, ts) = (src.ids[row], src.batch.event_time[row]);
+        // An earlier record of the chunk may have created it.
+        let found = if *created {
+            self.store.find(key, window)
+        } else {
+            None
+        };
+        let rec = Rec {
+            key,
+            ts,
+            row,
+            trigger: Self::trigger(src.batch, src.base, row),
+        };
+        let added = self.add_to_window(&rec, window, found, src.adder, out);
+        *created |= added && found.is_none();
+        added
+    }
+
+    /// Adds a record to its session (merging the key's sessions as needed); returns
+    /// whether it was added, `None` if the assigner rejected its event time.
+    fn session_record(&mut self, src: &Rows<'_, '_>, row: usize, out: &mut Output) -> Option<bool> {
+        let rec = Rec {
+            key: src.ids[row],
+            ts: src.batch.event_time[row],
+            row,
+            trigger: Self::trigger(src.batch, src.base, row),
+        };
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        let assigned =
+            self.cfg
+                .assigner
+                .assign_windows_cached(rec.ts, &mut self.grid, &mut windows);
+        let new = windows.first().copied();
+        self.scratch = windows;
+        let new = new.filter(|_| assigned.is_ok())?;
+        let window = self.merge_session(rec.key, new);
+        let found = self.store.find(rec.key, window);
+        Some(self.add_to_window(&rec, window, found, src.adder, out))
+    }
+
+    /// Adds the record to `window` (at position `found` of its key's windows, if
+    /// live) unless the window is late; returns whether it did.
+    #[inline]
+    fn add_to_window(
+        &mut self,
+        rec: &Rec,
+        window: TimeWindow,
+        found: Option<usize>,
+        adder: &RowAdder<'_>,
         out: &mut Output,
     ) -> bool {
         let cleanup = self.cleanup_time(&window);
@@ -462,24 +556,17 @@ impl WindowOperator {
         // A non-merging window registers its timers when it is created; later
         // registrations would be no-ops (its timers are still pending, or the firing
         // time had passed already at creation). Sessions register on every record.
+        let key = rec.key;
         let (idx, created) = match found {
             Some(i) => (i, false),
             None => (self.store.alloc(key, window), true),
         };
         let register = created || self.cfg.assigner.is_merging();
         let cells = self.store.cells_mut(key, idx);
-        add_row(
-            cells,
-            &self.cfg.aggs,
-            types,
-            values,
-            row,
-            ts,
-            trigger.position as u64,
-        );
+        adder.add(cells, rec.row, rec.ts, rec.trigger.position as u64);
         let max_ts = window.max_timestamp();
         if max_ts <= self.watermark {
-            self.emit(key, idx, true, trigger, out);
+            self.emit(key, idx, true, rec.trigger, out);
         } else if register {
             self.register_timer(key, idx, max_ts);
         }
@@ -545,13 +632,29 @@ impl WindowOperator {
         acc.clear();
         acc.resize(self.stride(), Cell::default());
         let types = self.value_types.as_deref().unwrap_or_default();
+        // One window that is its key's last: freeing it and allocating the cover
+        // would put the cover at its position, so it is replaced in place.
+        let reuse = match merged {
+            [w] => self
+                .store
+                .find(key, *w)
+                .filter(|&i| self.store.is_last(key, i)),
+            _ => None,
+        };
         for w in merged {
             if let Some(i) = self.store.find(key, *w) {
                 merge_cells(&mut acc, self.store.cells(key, i), &self.cfg.aggs, types);
-                self.store.free(key, i);
+                if reuse != Some(i) {
+                    self.store.free(key, i);
+                }
             }
         }
-        let idx = self.store.alloc(key, into);
+        let idx = if let Some(i) = reuse {
+            self.store.replace_last(key, i, into);
+            i
+        } else {
+            self.store.alloc(key, into)
+        };
         self.store.cells_mut(key, idx).copy_from_slice(&acc);
         self.acc = acc;
         let max_ts = into.max_timestamp();

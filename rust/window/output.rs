@@ -132,4 +132,10 @@ impl Output {
             dropped_reason: Vec::new(),
         }
     }
+
+    /// Records that batch row `row` was dropped, and why.
+    pub(crate) fn drop_row(&mut self, row: usize, reason: DropReason) {
+        self.dropped_rows.push(row);
+        self.dropped_reason.push(reason);
+    }
 }

@@ -29,6 +29,16 @@ fn header_window(c: &Cell) -> TimeWindow {
     TimeWindow::new(c.a as i64, c.n as i64)
 }
 
+/// The header of a new window: no timers.
+fn new_header(window: TimeWindow) -> Cell {
+    Cell {
+        a: window.start as u64,
+        n: window.end as u64,
+        t: MIN_TICKS,
+        s: MIN_TICKS as u64,
+    }
+}
+
 /// All live windows, by key id.
 #[derive(Clone, Debug)]
 pub(crate) struct WindowStore {
@@ -63,8 +73,7 @@ impl WindowStore {
     pub(crate) fn find(&self, key: u32, window: TimeWindow) -> Option<usize> {
         let kw = self.by_key.get(key as usize)?;
         if kw.indexed {
-            let found = self.index.get(&(key, window.start, window.end));
-            found.map(|&i| i as usize)
+            self.find_indexed(key, window)
         } else {
             kw.buf
                 .iter()
@@ -73,10 +82,19 @@ impl WindowStore {
         }
     }
 
-    /// The positions of `windows` (distinct) in the list of `key`, into `out`.
+    /// [`Self::find`] for a key with many windows (kept out of line).
+    #[inline(never)]
+    fn find_indexed(&self, key: u32, window: TimeWindow) -> Option<usize> {
+        let found = self.index.get(&(key, window.start, window.end));
+        found.map(|&i| i as usize)
+    }
+
+    /// The positions of `windows` (distinct) in the list of `key`, appended to `out`.
+    #[inline]
     pub(crate) fn find_all(&self, key: u32, windows: &[TimeWindow], out: &mut Vec<Option<usize>>) {
-        out.clear();
-        out.resize(windows.len(), None);
+        let at = out.len();
+        out.resize(at + windows.len(), None);
+        let out = &mut out[at..];
         let Some(kw) = self.by_key.get(key as usize) else {
             return;
         };
@@ -110,12 +128,7 @@ impl WindowStore {
         let step = self.step();
         let kw = &mut self.by_key[key as usize];
         let idx = kw.buf.len() / step;
-        kw.buf.push(Cell {
-            a: window.start as u64,
-            n: window.end as u64,
-            t: MIN_TICKS,
-            s: MIN_TICKS as u64,
-        });
+        kw.buf.push(new_header(window));
         kw.buf.resize(kw.buf.len() + self.stride, Cell::default());
         self.len += 1;
         if kw.indexed {
@@ -157,6 +170,32 @@ impl WindowStore {
                 *kw = KeyWindows::default();
             }
         }
+    }
+
+    /// Whether `idx` is the last position of `key`'s windows.
+    pub(crate) fn is_last(&self, key: u32, idx: usize) -> bool {
+        (idx + 1) * self.step() == self.by_key[key as usize].buf.len()
+    }
+
+    /// Replaces the last window of `key`, at `idx`, by an empty `window` (no timers,
+    /// fresh cells): the same as [`Self::free`] then [`Self::alloc`], in place.
+    pub(crate) fn replace_last(&mut self, key: u32, idx: usize, window: TimeWindow) {
+        debug_assert!(self.is_last(key, idx));
+        let step = self.step();
+        let kw = &mut self.by_key[key as usize];
+        let gone = header_window(&kw.buf[idx * step]);
+        if kw.indexed {
+            self.index.remove(&(key, gone.start, gone.end));
+            if idx == 0 {
+                // `free` of the only window goes back to linear search
+                kw.indexed = false;
+            } else {
+                self.index
+                    .insert((key, window.start, window.end), idx as u32);
+            }
+        }
+        kw.buf[idx * step] = new_header(window);
+        kw.buf[idx * step + 1..(idx + 1) * step].fill(Cell::default());
     }
 
     /// The live windows of `key`.
@@ -280,5 +319,35 @@ mod tests {
         }
         assert_eq!(s.len(), 0);
         assert!(s.find(3, w(1)).is_none());
+    }
+
+    #[test]
+    fn replace_last_is_free_then_alloc() {
+        let w = |i: i64| TimeWindow::new(i, i + 1);
+        for n in [1, 2, 17, 18] {
+            let (mut a, mut b) = (WindowStore::new(2), WindowStore::new(2));
+            for s in [&mut a, &mut b] {
+                for i in 0..n {
+                    let idx = s.alloc(5, w(i));
+                    s.cells_mut(5, idx)[1].a = 7;
+                    s.add_timer(5, idx, 9);
+                }
+            }
+            let last = n as usize - 1;
+            assert!(a.is_last(5, last) && !a.is_last(5, 0) || n == 1);
+            a.free(5, last);
+            assert_eq!(a.alloc(5, w(100)), last);
+            b.replace_last(5, last, w(100));
+            assert_eq!(a.len(), b.len());
+            assert_eq!(a.positions(), b.positions());
+            for (k, i) in a.positions() {
+                assert_eq!(a.window(k, i), b.window(k, i));
+                assert_eq!(a.cells(k, i), b.cells(k, i));
+                assert_eq!(a.timers(k, i), b.timers(k, i));
+                assert_eq!(b.find(k, b.window(k, i)), Some(i));
+            }
+            assert_eq!(a.by_key[5].indexed, b.by_key[5].indexed);
+            assert!(b.find(5, w(last as i64)).is_none());
+        }
     }
 }

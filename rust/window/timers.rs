@@ -8,9 +8,13 @@
 //! Non-merging assigners (tumbling, sliding) put every key's window of one grid cell
 //! on the same few times, so timers are kept in one bucket per distinct time, sorted
 //! when the bucket comes due. Sessions have (almost) one time per window, so they
-//! keep an ordered set.
+//! keep a radix heap (a B-tree set spent half of the session operator's time). The
+//! heap keeps duplicates; they come due in the same group, next to each other, and
+//! only the first finds its timer pending, as above.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use super::radix_heap::RadixHeap;
 
 use crate::time::Ticks;
 
@@ -21,15 +25,15 @@ pub(crate) type Entry = (u32, Ticks, Ticks);
 pub(crate) enum Timers {
     /// One unsorted list per distinct time.
     Buckets(BTreeMap<Ticks, Vec<Entry>>),
-    /// One ordered set of `(time, key, start, end)`.
-    Set(BTreeSet<(Ticks, u32, Ticks, Ticks)>),
+    /// One min-heap of `(time, key, start, end)`.
+    Heap(RadixHeap),
 }
 
 impl Timers {
     /// Empty timers; bucketed unless the windows merge.
     pub(crate) fn new(merging: bool) -> Self {
         if merging {
-            Self::Set(BTreeSet::new())
+            Self::Heap(RadixHeap::default())
         } else {
             Self::Buckets(BTreeMap::new())
         }
@@ -46,15 +50,13 @@ impl Timers {
                     map.insert(ts, vec![(key, start, end)]);
                 }
             }
-            Self::Set(set) => {
-                set.insert((ts, key, start, end));
-            }
+            Self::Heap(heap) => heap.push(ts, (key, start, end)),
         }
     }
 
     /// Moves the timers of the earliest pending time into `out` (sorted by key id,
-    /// then window; cleared first) if that time is at most `watermark`; returns the
-    /// time.
+    /// then window; cleared first; the heap may repeat an entry) if that time is at
+    /// most `watermark`; returns the time.
     pub(crate) fn pop_due(&mut self, watermark: Ticks, out: &mut Vec<Entry>) -> Option<Ticks> {
         out.clear();
         match self {
@@ -66,24 +68,48 @@ impl Timers {
                 }
                 std::mem::swap(out, first.get_mut());
                 first.remove();
-                out.sort_unstable();
-                out.dedup();
+                sort_dedup(out);
                 Some(ts)
             }
-            Self::Set(set) => {
-                let &(ts, ..) = set.first()?;
-                if ts > watermark {
-                    return None;
-                }
-                while let Some(&(t, key, start, end)) = set.first() {
-                    if t != ts {
-                        break;
-                    }
-                    set.pop_first();
-                    out.push((key, start, end));
-                }
-                Some(ts)
-            }
+            Self::Heap(heap) => heap.pop_due(watermark, out),
+        }
+    }
+}
+
+/// Sorts and dedups `due`. Tumbling and sliding windows put every key's timer for
+/// one window on the same time, so a bucket usually holds one window: then its key
+/// ids are sorted by marking them in a bitmap.
+fn sort_dedup(due: &mut Vec<Entry>) {
+    let Some(&(_, start, end)) = due.first() else {
+        return;
+    };
+    let mut max_key = 0;
+    for &(key, s, e) in due.iter() {
+        if (s, e) != (start, end) {
+            due.sort_unstable();
+            due.dedup();
+            return;
+        }
+        max_key = max_key.max(key);
+    }
+    let words = max_key as usize / 64 + 1;
+    if words > due.len() {
+        // sparse keys: sorting is cheaper than scanning the bitmap
+        due.sort_unstable();
+        due.dedup();
+        return;
+    }
+    let mut marks = vec![0u64; words];
+    for &(key, ..) in due.iter() {
+        marks[key as usize / 64] |= 1 << (key % 64);
+    }
+    due.clear();
+    for (i, &word) in marks.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let key = (i * 64) as u32 + bits.trailing_zeros();
+            due.push((key, start, end));
+            bits &= bits - 1;
         }
     }
 }
