@@ -7,12 +7,14 @@ partition), written once to Parquet and scanned natively by every step. Each ste
 writes to Spark's "noop" sink so that everything is computed and nothing is collected.
 Printed: seconds per step and ratios to one identity ``mapInArrow`` pass over the same
 five columns (the cost of one JVM <-> Python crossing) and to Spark's native windowed
-count. The first Arrow job of a session is ~2x slower, so everything is warmed up once.
+count, each ratio taken within one round of all steps run back to back (median over the
+rounds). The first jobs of a session are ~2x slower (JIT), so a warm-up round runs first.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -23,21 +25,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def timed(label: str, fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    print(f"  {label:<44} {best:7.2f} s", flush=True)
-    return best
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of every step")
     ap.add_argument(
         "--only", default="", help="run only the floodmark steps whose name contains this"
     )
@@ -102,24 +100,27 @@ def main() -> None:
         out.unpersist()
 
     print(f"{args.rows:,} rows x {len(cols)} columns, master {args.master}; warming up", flush=True)
-    noop(df.mapInArrow(identity, df.schema))
-    print("best of", args.repeat)
     baselines = ("identity", "native")
-    secs = {
-        label: timed(label, fn, args.repeat)
-        for label, fn in steps.items()
-        if label.startswith(baselines) or args.only in label
-    }
-    ident = secs["identity mapInArrow (5 columns)"]
-    native = secs["native windowed count (10 s, key)"]
-    print("\nratios (same run):")
+    chosen = {k: f for k, f in steps.items() if k.startswith(baselines) or args.only in k}
+    for fn in chosen.values():
+        fn()
+    # Rounds of every step back to back: the machine's speed drifts (shared VMs swing
+    # by tens of percent), so each ratio is taken within a round, then the median.
+    rounds = [{label: timed(fn) for label, fn in chosen.items()} for _ in range(args.repeat)]
+    print(f"seconds: median (min-max) of {args.repeat} rounds")
+    for label in chosen:
+        s = [r[label] for r in rounds]
+        print(f"  {label:<44} {statistics.median(s):7.2f} s  ({min(s):.2f}-{max(s):.2f})")
+    print("\nratios within a round: median (min-max)")
     for label in ("floodmark assign_watermarks", "floodmark window_aggregate (all outputs)"):
-        if label not in secs:
+        if label not in chosen:
             continue
-        print(
-            f"  {label:<44} {secs[label] / ident:5.2f}x identity pass, "
-            f"{secs[label] / native:5.2f}x native window count"
-        )
+        for base, name in (
+            ("identity mapInArrow (5 columns)", "identity pass"),
+            ("native windowed count (10 s, key)", "native window count"),
+        ):
+            q = [r[label] / r[base] for r in rounds]
+            print(f"  {label:<44} {statistics.median(q):5.2f}x {name} ({min(q):.2f}-{max(q):.2f})")
     spark.stop()
 
 
