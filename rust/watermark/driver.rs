@@ -119,27 +119,9 @@ fn check_inputs(
             format!("must be > 0 ticks, got {}", params.interval),
         ));
     }
-    if arrival.len() != event_ts.len() {
-        return Err(Error::input(
-            "arrival",
-            format!(
-                "has {} values but event_time has {}",
-                arrival.len(),
-                event_ts.len()
-            ),
-        ));
-    }
+    same_length("arrival", arrival.len(), event_ts.len())?;
     if let Some(m) = marker {
-        if m.len() != event_ts.len() {
-            return Err(Error::input(
-                "marker",
-                format!(
-                    "has {} values but event_time has {}",
-                    m.len(),
-                    event_ts.len()
-                ),
-            ));
-        }
+        same_length("marker", m.len(), event_ts.len())?;
     }
     if arrival.len() > 1 {
         // Branch-free (no early exit) so the check vectorizes.
@@ -338,6 +320,17 @@ pub fn drive_into(
     }
     st.records(event_ts, arrival, marker, i, n);
     Ok(())
+}
+
+/// An input column that must have one value per event.
+fn same_length(column: &str, len: usize, events: usize) -> Result<()> {
+    if len == events {
+        return Ok(());
+    }
+    Err(Error::input(
+        column,
+        format!("has {len} values but event_time has {events}"),
+    ))
 }
 
 #[cfg(test)]

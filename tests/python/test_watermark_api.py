@@ -136,6 +136,12 @@ def test_drive_input_errors() -> None:
     with pytest.raises(InvalidInputError) as info:
         drive(s, [1, 2], [2, 1])
     assert info.value.column == "arrival"
+    with pytest.raises(InvalidInputError, match="has 3 values but event_time has 2") as info:
+        drive(s, [1, 2], [1, 2, 3])
+    assert info.value.column == "arrival"
+    with pytest.raises(InvalidInputError, match="has 1 values but event_time has 2") as info:
+        drive(WatermarkStrategy.for_punctuated("m"), [1, 2], [1, 2], marker=[5])
+    assert info.value.column == "marker"
     with pytest.raises(InvalidParameterError) as pinfo:
         drive(s, [1], [1], emit_interval=0)
     assert pinfo.value.parameter == "emit_interval"
