@@ -1,9 +1,9 @@
 """Stage 3: each record gets its channel's watermark and the combined watermark in
 force when it arrived, and whether it is late.
 
-The lookup is a broadcast hash join against the compact per-``(channel, bucket)`` table
-the timeline stage produced (see :mod:`floodmark.spark.lookup`): native Spark, no
-record crosses into Python.
+Each record reads its row of the compact per-``(channel, bucket)`` table the timeline
+stage produced, from constant arrays in the plan or through a broadcast join (see
+:mod:`floodmark.spark.lookup`): native Spark, no record crosses into Python.
 """
 
 from __future__ import annotations

@@ -1,10 +1,23 @@
 """Stage 3's lookup: each record gets the values of its ``(channel, bucket)`` row.
 
-The compact per-bucket table (channels x non-empty buckets) is broadcast and joined on
-one ``bigint`` key, ``(bucket - first bucket) * channels + channel offset``, instead of on
-the pair: Spark then builds a long-keyed hash relation (an array lookup when the keys
-are dense, as here) and probes it without hashing a row per record. Measured on 10M
-rows: 2.2 s against 5.9 s for the two-column join.
+A record's slot in the compact per-bucket table (channels x buckets) is one number,
+``(bucket - first bucket) * channels + channel offset``. Three ways to look it up, the
+cheapest that fits:
+
+* At most :data:`MAX_CONSTANT_SLOTS` slots (a session with a JVM gateway, i.e. not
+  Spark Connect): each value column is a constant ``array<bigint>`` literal in the plan,
+  indexed by the slot, or by the bucket alone when the column is the same for every
+  channel of a bucket (the combined watermark is). One array read per record: no
+  join, and no table shipped from Python and broadcast, which alone cost 0.8-1.3 s
+  for 288k rows. ``explain()`` prints the arrays.
+* Larger tables are broadcast and joined on the slot as one ``bigint`` key: Spark builds
+  a long-keyed hash relation (an array lookup when the keys are dense) and probes it
+  without hashing a row per record.
+* Slots that would not fit in one ``bigint``: the join is on the pair.
+
+Measured on 10M rows (docs/performance.md): the pair join 5.9 s, the one-key join 2.2 s;
+``assign_watermarks`` with the constant arrays 1.33x an identity pass, 1.58x with the
+one-key join.
 
 The channel offset is ``channel - smallest channel`` for integer channels whose values
 span a small range (Kafka partitions); other channels (strings, sparse integers) get
@@ -13,6 +26,7 @@ their offset from a second broadcast join against the distinct channels, tiny.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,12 +35,15 @@ import pyarrow.compute as pc
 
 from floodmark.spark.columns import quote
 from floodmark.spark.timeline import WatermarkPlan, valid_rows
+from floodmark.time import I64_MAX
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: Integer channels whose values span at most this many are offset by arithmetic.
 MAX_ARITHMETIC_SPAN = 1 << 20
+#: Tables of at most this many (bucket, channel) slots are constant arrays in the plan.
+MAX_CONSTANT_SLOTS = 1 << 19
 #: One key holds at most this many (bucket, channel) slots; wider tables join on the pair.
 MAX_KEYS = 1 << 62
 _KEY, _ARRIVAL, _BUCKET = "__fm_lk_key", "__fm_lk_arrival", "__fm_lk_bucket"
@@ -57,6 +74,104 @@ def channel_offsets(
     return joined, F.col(_OFFSET), offsets.astype(np.int64), len(distinct)
 
 
+def constant_array(spark: SparkSession, values: np.ndarray) -> Column | None:
+    """``values`` as one constant ``array<bigint>`` literal, or None when the session has
+    no JVM gateway (Spark Connect). The values cross py4j as one byte string and become
+    a ``long[]`` in the JVM: a literal from the start, so Spark never evaluates an
+    expression per row to build it (as it would for a small local relation)."""
+    from pyspark.sql.column import Column
+
+    jvm = getattr(spark, "_jvm", None)
+    gateway = getattr(spark.sparkContext, "_gateway", None) if jvm is not None else None
+    if jvm is None or gateway is None:
+        return None
+    buffer = jvm.java.nio.ByteBuffer.wrap(values.astype("<i8").tobytes())
+    buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
+    longs = gateway.new_array(jvm.long, len(values))
+    buffer.asLongBuffer().get(longs)
+    return Column(jvm.org.apache.spark.sql.functions.lit(longs))
+
+
+def dense(
+    column: pa.ChunkedArray, at: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``column`` spread over ``size`` slots (row ``i`` at ``at[i]``) and which slots hold
+    a value; None if two rows with different values share a slot."""
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    present = ~column.is_null().to_numpy(zero_copy_only=False)
+    spread = np.zeros(size, np.int64)
+    spread[at] = values
+    known = np.zeros(size, bool)
+    known[at] = present
+    if np.array_equal(spread[at], values) and np.array_equal(known[at], present):
+        return spread, known
+    return None
+
+
+def constant_lookup(
+    spark: SparkSession,
+    column: pa.ChunkedArray,
+    row_bucket: np.ndarray,
+    row_slot: np.ndarray,
+    rows: int,
+    span: int,
+) -> tuple[Callable[[Column], Column], bool] | None:
+    """``(index -> value, indexed by bucket?)`` for one value column: by bucket when the
+    column is the same for every channel of a bucket, else by slot. A slot the table
+    does not have reads as null. None without a JVM gateway."""
+    from pyspark.sql import functions as F
+
+    by_bucket = dense(column, row_bucket, rows)
+    spread, known = by_bucket or dense(column, row_slot, rows * span) or (None, None)
+    assert spread is not None and known is not None
+    # A value no slot holds marks the empty slots, read back as null.
+    empty = I64_MAX
+    while np.any(spread[known] == empty):
+        empty -= 1
+    array = constant_array(spark, np.where(known, spread, empty))
+    if array is None:
+        return None
+    return lambda index: F.nullif(F.get(array, index), F.lit(empty)), by_bucket is not None
+
+
+def constant_columns(
+    recs: DataFrame,
+    plan: WatermarkPlan,
+    table: pa.Table,
+    offset: Column,
+    offsets: np.ndarray,
+    first: int,
+    rows: int,
+    span: int,
+) -> DataFrame | None:
+    """``recs`` plus the value columns read from constant arrays (None without a JVM
+    gateway)."""
+    from pyspark.sql import functions as F
+
+    bucket = F.col(_BUCKET) - F.lit(first)
+    # Only a placeable record in the table's range has a slot: the CASE keeps the index
+    # arithmetic in range (Spark's ANSI mode fails on overflow).
+    inside = (
+        valid_rows(plan)
+        & F.col(_BUCKET).between(first, first + rows - 1)
+        & offset.between(0, span - 1)
+    )
+    slot = (bucket * F.lit(span) + offset).cast("int")
+    row_bucket = table.column("bucket").to_numpy().astype(np.int64) - first
+    looked_up = []
+    for v in table.column_names:
+        if v in ("channel", "bucket"):
+            continue
+        found = constant_lookup(
+            recs.sparkSession, table.column(v), row_bucket, row_bucket * span + offsets, rows, span
+        )
+        if found is None:
+            return None
+        read, by_bucket = found
+        looked_up.append(F.when(inside, read(bucket.cast("int") if by_bucket else slot)).alias(v))
+    return recs.select("*", *looked_up).drop(_ARRIVAL, _BUCKET, _OFFSET)
+
+
 def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFrame:
     """``df`` plus the value columns of ``table`` (every column but ``channel`` and
     ``bucket``, all ``bigint``) for each record's channel and arrival bucket; null for
@@ -72,9 +187,14 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
     first = int(buckets.min())
     rows = int(buckets.max()) - first + 1
     columns = {v: table.column(v) for v in values}
+    bucket = F.col(_BUCKET) - F.lit(first)
+    if rows * span <= MAX_CONSTANT_SLOTS:
+        constant = constant_columns(recs, plan, table, offset, offsets, first, rows, span)
+        if constant is not None:
+            return constant
     if rows * span <= MAX_KEYS:
         lookup = pa.table({_KEY: (buckets - first) * span + offsets, **columns})
-        key = (F.col(_BUCKET) - F.lit(first)) * F.lit(span) + offset
+        key = bucket * F.lit(span) + offset
         # Only placeable rows have a key: they are the rows the table was built from,
         # so the arithmetic stays in range (Spark's ANSI mode would fail on overflow).
         recs = recs.withColumn(_KEY, F.when(valid_rows(plan), key))
@@ -88,4 +208,4 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
     return joined.drop(_KEY, _ARRIVAL, _BUCKET, _OFFSET)
 
 
-__all__ = ["MAX_ARITHMETIC_SPAN", "MAX_KEYS", "join_buckets"]
+__all__ = ["MAX_ARITHMETIC_SPAN", "MAX_CONSTANT_SLOTS", "MAX_KEYS", "join_buckets"]

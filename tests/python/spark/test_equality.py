@@ -89,23 +89,46 @@ def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str)
     check_assign(spark, table, STRATEGIES[name])
 
 
-@pytest.mark.parametrize("layout", ["string", "sparse", "pair"])
+@pytest.mark.parametrize("layout", ["string", "sparse", "no-gateway", "key-join", "pair-join"])
 def test_assign_watermarks_every_lookup_key(
     spark: Any, table: pa.Table, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Integer channels in a small range are offset by arithmetic (the tests above);
-    # string and sparse integer channels get offsets from a join; a key range too wide
-    # for one bigint joins on (offset, bucket).
+    # string and sparse integer channels get offsets from a join. Small tables are
+    # constant arrays in the plan (the tests above); without a JVM gateway (Spark
+    # Connect) and for larger tables they are joined on one bigint key, and a key range
+    # too wide for one bigint joins on (offset, bucket).
     partitions = table["partition"].to_pylist()
+    channel = table["partition"]
     if layout == "string":
         channel = pa.array([f"topic-{p}" for p in partitions])
     elif layout == "sparse":
         channel = pa.array([p * 10**15 - 7 for p in partitions], pa.int64())
+    elif layout == "no-gateway":
+        monkeypatch.setattr(lookup, "constant_array", lambda spark, values: None)
     else:
-        channel = table["partition"]
-        monkeypatch.setattr(lookup, "MAX_KEYS", 1)
+        monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
+        if layout == "pair-join":
+            monkeypatch.setattr(lookup, "MAX_KEYS", 1)
     at = table.schema.get_field_index("partition")
     check_assign(spark, table.set_column(at, "partition", channel), STRATEGIES["bounded+idle"])
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_assign_watermarks_joins_only_when_the_table_is_large(
+    spark: Any, table: pa.Table, constant: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not constant:
+        monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
+    out = assign_watermarks(
+        frame(spark, table),
+        STRATEGIES["bounded"],
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    )
+    plan = out._jdf.queryExecution().optimizedPlan().toString()
+    assert ("Join" in plan) is not constant
 
 
 def rows(t: pa.Table | Any, cols: list[str]) -> Counter[tuple[Any, ...]]:
