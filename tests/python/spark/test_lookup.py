@@ -14,13 +14,14 @@ from floodmark.spark import lookup
 from floodmark.spark.timeline import make_plan
 from floodmark.time import I64_MAX, I64_MIN
 
-# Arrival 150 is in bucket 1, 350 in bucket 2, 9_000 in bucket 45 (200 ms buckets).
+# Arrival 150 is in bucket 1, 350 in bucket 2, 9_000 in bucket 45 (200 ms buckets);
+# 2**62 is in a bucket whose slot would overflow an int (Spark's ANSI mode would fail).
 RECORDS = pa.table(
     {
-        "id": [0, 1, 2, 3, 4, 5],
-        "ts": [10, 20, 30, 40, None, 60],
-        "arrival": [150, 150, 350, 350, 350, 9_000],
-        "channel": [0, 1, 1, 3, 1, 1],
+        "id": [0, 1, 2, 3, 4, 5, 6],
+        "ts": [10, 20, 30, 40, None, 60, 70],
+        "arrival": [150, 150, 350, 350, 350, 9_000, 2**62],
+        "channel": [0, 1, 1, 3, 1, 1, 1],
     }
 )
 # No row for (1, 2), for channel 3, or for bucket 45; I64_MAX is a value like any other.
@@ -39,6 +40,7 @@ WANT = {
     3: (None, None),  # channel 3 outside the table's channels
     4: (None, None),  # null event time: not placeable
     5: (None, None),  # bucket 45 outside the table's range
+    6: (None, None),  # far outside it
 }
 
 
