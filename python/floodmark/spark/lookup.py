@@ -92,20 +92,16 @@ def constant_array(spark: SparkSession, values: np.ndarray) -> Column | None:
     return Column(jvm.org.apache.spark.sql.functions.lit(longs))
 
 
-def dense(
-    column: pa.ChunkedArray, at: np.ndarray, size: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``column`` spread over ``size`` slots (row ``i`` at ``at[i]``) and which slots hold
-    a value; None if two rows with different values share a slot."""
-    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    present = ~column.is_null().to_numpy(zero_copy_only=False)
+def scatter(
+    values: np.ndarray, present: np.ndarray, at: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` spread over ``size`` slots (row ``i`` at ``at[i]``), and which slots
+    hold a value."""
     spread = np.zeros(size, np.int64)
     spread[at] = values
     known = np.zeros(size, bool)
     known[at] = present
-    if np.array_equal(spread[at], values) and np.array_equal(known[at], present):
-        return spread, known
-    return None
+    return spread, known
 
 
 def constant_lookup(
@@ -121,9 +117,14 @@ def constant_lookup(
     does not have reads as null. None without a JVM gateway."""
     from pyspark.sql import functions as F
 
-    by_bucket = dense(column, row_bucket, rows)
-    spread, known = by_bucket or dense(column, row_slot, rows * span) or (None, None)
-    assert spread is not None and known is not None
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    present = ~column.is_null().to_numpy(zero_copy_only=False)
+    spread, known = scatter(values, present, row_bucket, rows)
+    by_bucket = np.array_equal(spread[row_bucket], values) and np.array_equal(
+        known[row_bucket], present
+    )
+    if not by_bucket:
+        spread, known = scatter(values, present, row_slot, rows * span)
     # A value no slot holds marks the empty slots, read back as null.
     empty = I64_MAX
     while np.any(spread[known] == empty):
@@ -131,10 +132,9 @@ def constant_lookup(
     array = constant_array(spark, np.where(known, spread, empty))
     if array is None:
         return None
-    by = by_bucket is not None
     if known.all():
-        return lambda index: F.get(array, index), by
-    return lambda index: F.nullif(F.get(array, index), F.lit(empty)), by
+        return lambda index: F.get(array, index), by_bucket
+    return lambda index: F.nullif(F.get(array, index), F.lit(empty)), by_bucket
 
 
 def constant_columns(
