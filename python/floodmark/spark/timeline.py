@@ -154,6 +154,8 @@ class Timeline:
         emissions: every channel's own output (deduplicated as Flink's
             ``WatermarkToDataOutput`` does): ``channel`` (value), ``time``, ``kind``
             (``watermark``/``idle``/``active``), ``watermark``.
+        event_range: smallest and largest event time (ticks) of the placeable records,
+            when the aggregation gave ``min_ts``; None for no records.
     """
 
     plan: WatermarkPlan
@@ -161,6 +163,7 @@ class Timeline:
     buckets: pa.Table
     channels: list[Any] = field(default_factory=list)
     emissions: pa.Table | None = None
+    event_range: tuple[int, int] | None = None
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, watermarks)`` of the rows where the combined watermark grew."""
@@ -189,7 +192,8 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     """Run the generator per channel over the bucket rows and combine the channels.
 
     Args:
-        agg: columns ``channel``, ``bucket``, ``max_ts`` (one row per non-empty bucket).
+        agg: columns ``channel``, ``bucket``, ``max_ts`` (one row per non-empty bucket),
+            and optionally ``min_ts``.
         plan: the resolved plan.
     """
     interval = plan.interval
@@ -239,7 +243,12 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     # Combined watermark in force for a record of bucket k: the last change at a time
     # strictly before its arrival, i.e. at or before (k - 1) * I.
     idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
-    wm_in_force = np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+    # no watermark at all (e.g. WatermarkStrategy.no_watermarks()): an empty timeline
+    wm_in_force = (
+        np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+        if len(wms)
+        else np.full(n, I64_MIN, np.int64)
+    )
     min_ch = tl.column("min_channel").to_pylist()
     table = pa.table(
         {
@@ -271,7 +280,10 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
             "watermark": merged.column("watermark"),
         }
     )
-    return Timeline(plan, table, bucket_table, channels, emitted)
+    event_range = None
+    if "min_ts" in agg.column_names:
+        event_range = (int(agg.column("min_ts").to_numpy().min()), int(max_ts.max()))
+    return Timeline(plan, table, bucket_table, channels, emitted, event_range)
 
 
 def valid_rows(plan: WatermarkPlan) -> Column:
@@ -297,7 +309,8 @@ def error_reason(plan: WatermarkPlan) -> Column:
 
 
 def bucket_aggregate(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
-    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts``."""
+    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts`` and
+    ``min_ts`` (the smallest only tells the window stage the event-time range)."""
     from pyspark.sql import functions as F
 
     agg = (
@@ -308,7 +321,7 @@ def bucket_aggregate(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
             plan.event_time.ticks().alias("ts"),
         )
         .groupBy("channel", plan.bucket("arrival").alias("bucket"))
-        .agg(F.max("ts").alias("max_ts"))
+        .agg(F.max("ts").alias("max_ts"), F.min("ts").alias("min_ts"))
     )
     return agg.toArrow()
 

@@ -1,6 +1,8 @@
 """Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
 
-The records are shuffled once by key into ``num_partitions`` partitions, sorted by
+Tumbling windows without lateness, with order-free aggregates, are one native
+aggregation (:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
+Rust operator: the records are shuffled once by key into ``num_partitions`` partitions, sorted by
 arrival inside each, and streamed through one Rust window operator per partition
 (``mapInArrow``): the operator is keyed, so one instance serves every key of its
 partition, in arrival order, exactly as Flink's keyed WindowOperator does. The compact
@@ -24,15 +26,16 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import key_column, quote, value_column
+from floodmark.spark.native_windows import native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.timeline import (
     Timeline,
-    WatermarkPlan,
     compute_timeline,
     error_reason,
     make_plan,
     valid_rows,
 )
+from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name, parse_aggs
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 
@@ -40,13 +43,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
-TS, ARRIVAL, REFIRE = "__fm_ts", "__fm_arrival", "__fm_refire"
-AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
-
 
 @dataclass
 class WindowedOutput:
-    """What :func:`window_aggregate` returns: three DataFrames over one cached run.
+    """What :func:`window_aggregate` returns: three DataFrames, over one cached run of
+    the keyed operator (``cached``; None when the stage ran natively).
 
     Attributes:
         results: one row per window firing: key columns, ``window_start``,
@@ -67,53 +68,12 @@ class WindowedOutput:
     late: DataFrame
     dropped: DataFrame
     timeline: Timeline
-    cached: DataFrame
+    cached: DataFrame | None
 
     def unpersist(self) -> None:
-        """Release the cached run behind the three DataFrames."""
-        self.cached.unpersist()
-
-
-def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, str]]:
-    """Check the aggregate list: ``"count"`` or ``(function, column)`` pairs."""
-    out: list[str | tuple[str, str]] = []
-    if isinstance(aggs, str):
-        aggs = [aggs]
-    for agg in aggs:
-        if agg == "count":
-            out.append("count")
-        elif isinstance(agg, (tuple, list)) and len(agg) == 2 and agg[0] in AGG_FUNCTIONS:
-            out.append((str(agg[0]), str(agg[1])))
-        else:
-            raise InvalidParameterError(
-                f"invalid parameter `aggs`: {agg!r} is not an aggregate; use 'count' or a "
-                f"(function, column) pair with function one of {', '.join(AGG_FUNCTIONS)}"
-            )
-    if not out:
-        raise InvalidParameterError("invalid parameter `aggs`: give at least one aggregate")
-    return out
-
-
-def agg_name(agg: str | tuple[str, str]) -> str:
-    return "count" if isinstance(agg, str) else f"{agg[0]}_{agg[1]}"
-
-
-@dataclass(frozen=True)
-class WindowPlan:
-    """The resolved window stage."""
-
-    wm: WatermarkPlan
-    window: Any
-    keys: list[str]
-    values: Mapping[str, str]  # column -> "bigint" | "double"
-    aggs: list[str | tuple[str, str]]
-    lateness: int
-    send_channel: bool
-
-    def sent_columns(self) -> list[str]:
-        chan = [self.wm.channel] if self.send_channel else []
-        vals = [v for v in self.values if v not in self.keys]
-        return [*self.keys, TS, ARRIVAL, *chan, *vals]
+        """Release the cached run behind the three DataFrames (if there is one)."""
+        if self.cached is not None:
+            self.cached.unpersist()
 
 
 def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
@@ -252,8 +212,9 @@ def window_aggregate(
         emit_interval: periodic watermark emission interval (Flink's 200 ms default).
         event_time_unit: unit of an integer event-time column (default ``"ms"``).
         arrival_unit: unit of an integer arrival column (default ``"ms"``).
-        num_partitions: partitions of the keyed shuffle (default: Spark's default
-            parallelism).
+        num_partitions: partitions of the keyed operator's shuffle (default: Spark's
+            default parallelism); the native path's aggregation uses
+            ``spark.sql.shuffle.partitions``.
 
     Returns:
         A :class:`WindowedOutput` with ``results``, ``late`` and ``dropped``.
@@ -295,6 +256,15 @@ def window_aggregate(
 
     timeline = compute_timeline(df, wm_plan)
     times, wms = timeline.advances()
+    native = native_outputs(df, plan, timeline, times, wms)
+    if native is not None:
+        return WindowedOutput(
+            results=results_frame(native[0], plan),
+            late=side_frame(native[1], plan, df, "late"),
+            dropped=errors_frame(df, plan),
+            timeline=timeline,
+            cached=None,
+        )
 
     sent = df.where(valid_rows(wm_plan)).select(
         *[F.col(quote(k)) for k in keys],

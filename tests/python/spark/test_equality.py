@@ -19,7 +19,7 @@ from floodmark import (
 )
 from floodmark.datagen import StreamSpec, generate
 from floodmark.replay import replay
-from floodmark.spark import assign_watermarks, lookup, window_aggregate
+from floodmark.spark import assign_watermarks, lookup, window_aggregate, windows
 
 SPEC = StreamSpec(
     rows=20_000,
@@ -82,6 +82,22 @@ def check_assign(spark: Any, table: pa.Table, strategy: WatermarkStrategy) -> No
     assert got["is_late"].to_pylist() == want["is_late"].to_pylist()
     # The stream is built so that the check means something.
     assert 0 < sum(want["is_late"].to_pylist()) < table.num_rows
+
+
+def test_assign_watermarks_without_any_watermark(spark: Any, table: pa.Table) -> None:
+    """No watermark ever (an empty timeline): nothing is late, no record has one."""
+    got = assign_watermarks(
+        frame(spark, table),
+        WatermarkStrategy.no_watermarks(),
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    ).toArrow()
+    assert got.num_rows == table.num_rows
+    # integer event times: "no watermark" is Long.MIN_VALUE (null for timestamp columns)
+    for col in ("watermark", "channel_watermark"):
+        assert set(got[col].to_pylist()) == {-(2**63)}
+    assert not any(got["is_late"].to_pylist())
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
@@ -150,9 +166,18 @@ WINDOWS = {
 }
 
 
-@pytest.mark.parametrize("name", list(WINDOWS))
-def test_window_aggregate_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "keyed"),
+    [(name, False) for name in WINDOWS] + [("tumbling", True)],
+)
+def test_window_aggregate_equals_engine(
+    spark: Any, table: pa.Table, name: str, keyed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every window kind against the engine; tumbling windows without lateness take the
+    native aggregation, and (``keyed``) the keyed Rust operator when that is off."""
     window, lateness = WINDOWS[name]
+    if keyed:
+        monkeypatch.setattr(windows, "native_outputs", lambda *args: None)
     strategy = STRATEGIES["bounded+idle"]
     aggs = ["count", ("sum", "value"), ("max", "value"), ("first", "value")]
     out = window_aggregate(
@@ -188,6 +213,7 @@ def test_window_aggregate_equals_engine(spark: Any, table: pa.Table, name: str) 
         "watermark",
         "timing",
     ]
+    assert (out.cached is None) is (name == "tumbling" and not keyed)
     got_res = out.results.toArrow()
     assert got_res.num_rows > 0
     assert rows(got_res, res_cols) == rows(want.results, res_cols)

@@ -1,0 +1,235 @@
+"""Stage 4 for tumbling windows without lateness: one native aggregation, no record
+crossing into Python.
+
+Why this is exact. With the combined watermark timeline known before the window pass
+(stage 2), the keyed window operator holds no decision that depends on its state when
+windows tumble and ``allowed_lateness`` is 0:
+
+* a record meets the watermark ``W`` in force at its arrival (the last advance at a time
+  before its arrival, as in the runner); it goes into its one window ``w`` unless
+  ``w.maxTimestamp() <= W``, in which case it is late (``ts <= maxTimestamp``, so it is
+  also element-late: Flink's side output);
+* nothing fires on a record (a window that could fire on one is late, so it is never
+  added to), so every result is the firing of ``w``'s event-time timer: at the first
+  advance whose watermark reaches ``w.maxTimestamp()`` (that advance's watermark and
+  time), or at the end of input (watermark ``MAX``, no time); its content is every
+  record added before that advance, which is every non-late record of ``(key, w)``;
+* the aggregates here do not depend on the order of addition: ``count``, ``sum`` of
+  integers (wrapping like a Java ``long``, computed from 32-bit halves so that
+  Spark's ANSI mode cannot fail), ``min``, ``max``, and ``first``/``last`` (by event
+  time, ties by arrival then channel: the runner's order).
+
+So the results are ``groupBy(key, window)`` over the non-late records, the firing's
+watermark and time read from constant arrays indexed by window, the late side output
+a filter. The per-bucket watermark and the per-window firing come from the Rust
+timeline; Spark does the per-record work natively and combines before its shuffle.
+Measured on 10M rows (docs/performance.md): the whole pipeline <TBD>.
+
+Anything else (sliding and session windows, allowed lateness, ``mean``, float values,
+event times within 2^62 of the ``long`` range's ends, tables too large for constant
+arrays, Spark Connect) runs the keyed Rust window operator (:mod:`.windows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from floodmark.spark.columns import quote
+from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
+from floodmark.spark.timeline import Timeline, valid_rows
+from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
+from floodmark.time import I64_MAX, I64_MIN
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: Aggregates whose result does not depend on the order records are added in.
+ORDER_FREE = ("sum", "min", "max", "first", "last")
+#: Event times and watermarks within this bound keep the window arithmetic in range.
+SAFE = 1 << 62
+_WS, _WM = "__fm_window_start", "__fm_watermark"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When each tumbling window fires: by window start, over the grid ``[low, high]``
+    (both window starts); windows past ``high`` fire at the end of input."""
+
+    size: int
+    offset: int
+    low: int
+    watermarks: np.ndarray  # per window of the grid: the firing's watermark
+    times: np.ndarray  # per window of the grid: the firing advance's time
+    first: tuple[int, int]  # (watermark, time) of the first advance
+    last_watermark: int
+
+
+def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
+    """Whether the stage's outputs follow from the timeline alone (see module doc)."""
+    kind = plan.window.params(plan.wm.event_time.unit)[0]
+    if kind != "tumbling" or plan.lateness != 0 or timeline.event_range is None:
+        return False
+    for agg in plan.aggs:
+        if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
+            return False
+    size = plan.window.params(plan.wm.event_time.unit)[1]
+    low, high = timeline.event_range
+    return low > -SAFE and high < SAFE and size < SAFE >> 2
+
+
+def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule | None:
+    """The firing of every window between the first and the last advance (None when
+    there are more than :data:`MAX_CONSTANT_SLOTS` or a watermark is out of range)."""
+    _, size, _, offset, _ = plan.window.params(plan.wm.event_time.unit)
+    if len(wms) == 0:
+        empty = np.zeros(0, np.int64)
+        return Schedule(size, offset, 0, empty, empty, (I64_MAX, 0), I64_MIN)
+    wlo, whi = int(wms[0]), int(wms[-1])
+    if not (wlo > -SAFE and whi < SAFE and size < SAFE):
+        return None
+    low = wlo - (wlo - offset) % size  # grid starts (Python's floor modulo)
+    high = whi - (whi - offset) % size
+    n = (high - low) // size + 1
+    if n > MAX_CONSTANT_SLOTS:
+        return None
+    max_ts = low + size * np.arange(n, dtype=np.int64) + (size - 1)
+    fire = np.minimum(np.searchsorted(wms, max_ts, side="left"), len(wms) - 1)
+    return Schedule(size, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
+
+
+def bucket_watermarks(
+    timeline: Timeline, times: np.ndarray, wms: np.ndarray
+) -> tuple[int, np.ndarray] | None:
+    """``(first bucket, watermark in force per bucket)``: the last advance at a time
+    before the bucket's records arrive, i.e. at or before ``(bucket - 1) * interval``.
+    The array runs one bucket past the table; a bucket before it has no watermark and
+    one after it every advance's (None if the advances leave the table's range)."""
+    interval = timeline.plan.interval
+    buckets = timeline.buckets.column("bucket").to_numpy()
+    first, last = int(buckets.min()), int(buckets.max())
+    if last - first + 2 > MAX_CONSTANT_SLOTS:
+        return None
+    if len(times) and (times[0] < (first - 1) * interval or times[-1] > (last + 1) * interval):
+        return None
+    ks = np.arange(first, last + 2, dtype=np.int64)
+    if len(wms) == 0:
+        return first, np.full(len(ks), I64_MIN, np.int64)
+    idx = np.searchsorted(times, (ks - 1) * interval, side="right") - 1
+    return first, np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+
+
+def wrapping_sum(value: Column) -> Column:
+    """``sum`` of a ``bigint`` column, wrapping like a Java ``long``, without overflow:
+    the low and high 32-bit halves are summed apart (exact below 2^31 values)."""
+    from pyspark.sql import functions as F
+
+    low = F.sum(value.bitwiseAND(F.lit(0xFFFFFFFF)))
+    high = F.sum(F.shiftright(value, 32))
+    carried = F.shiftleft(high + F.shiftright(low, 32), 32)
+    return carried.bitwiseOR(low.bitwiseAND(F.lit(0xFFFFFFFF)))
+
+
+def aggregate(plan: WindowPlan, agg: str | tuple[str, str]) -> Column:
+    """One aggregate over a window's records, as the Rust operator computes it."""
+    from pyspark.sql import functions as F
+
+    if isinstance(agg, str):  # "count"
+        return F.count(F.lit(1)).alias("count")
+    func, column = agg
+    value = F.col(quote(column)).cast("bigint")
+    if func == "sum":
+        out = wrapping_sum(value)
+    elif func == "min":
+        out = F.min(value)
+    elif func == "max":
+        out = F.max(value)
+    else:  # first / last: by event time, ties by arrival then channel
+        order = F.when(
+            value.isNotNull(), F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)))
+        )
+        out = F.min_by(value, order) if func == "first" else F.max_by(value, order)
+    return out.alias(agg_name(agg))
+
+
+def native_outputs(
+    df: DataFrame, plan: WindowPlan, timeline: Timeline, times: np.ndarray, wms: np.ndarray
+) -> tuple[DataFrame, DataFrame] | None:
+    """``(results, late)`` in the runner's output schemas (times in ticks), or None
+    when the stage needs the keyed operator (see module doc)."""
+    from pyspark.sql import functions as F
+
+    if not suitable(plan, timeline):
+        return None
+    sched = schedule(plan, times, wms)
+    in_force = bucket_watermarks(timeline, times, wms)
+    if sched is None or in_force is None:
+        return None
+    spark = df.sparkSession
+    first_bucket, bucket_wms = in_force
+    arrays = [constant_array(spark, a) for a in (bucket_wms, sched.watermarks, sched.times)]
+    if any(a is None for a in arrays):
+        return None
+    wm_array, fire_wm, fire_time = arrays
+    assert wm_array is not None and fire_wm is not None and fire_time is not None
+
+    wm, size = plan.wm, sched.size
+    ts = F.col(TS)
+    bucket = F.col("__fm_bucket")
+    last = first_bucket + len(bucket_wms) - 1
+    in_force_wm = (
+        F.when(bucket < first_bucket, F.lit(I64_MIN))
+        .when(bucket > last, F.lit(int(wms[-1]) if len(wms) else I64_MIN))
+        .otherwise(F.get(wm_array, (bucket - F.lit(first_bucket)).cast("int")))
+    )
+    recs = (
+        df.where(valid_rows(wm))
+        .select(
+            *[F.col(quote(k)) for k in plan.keys],
+            wm.event_time.ticks().alias(TS),
+            wm.arrival.ticks().alias(ARRIVAL),
+            *([F.col(quote(wm.channel))] if wm.channel not in plan.keys else []),
+            *[
+                F.col(quote(v)).cast("bigint").alias(v)
+                for v in plan.values
+                if v not in plan.keys and v != wm.channel
+            ],
+        )
+        .withColumn("__fm_bucket", wm.bucket(ARRIVAL))
+        .withColumn(_WM, in_force_wm)
+        .withColumn(_WS, ts - F.pmod(ts - F.lit(sched.offset), F.lit(size)))
+        .drop("__fm_bucket")
+    )
+    max_ts = F.col(_WS) + F.lit(size - 1)
+    on_time = max_ts > F.col(_WM)
+
+    grouped = (
+        recs.where(on_time)
+        .groupBy(*[F.col(quote(k)) for k in plan.keys], F.col(_WS))
+        .agg(*[aggregate(plan, a) for a in plan.aggs])
+    )
+    index = F.expr(f"CAST(({_WS} - ({sched.low})) div {size} AS INT)")
+    at_end = max_ts > F.lit(sched.last_watermark)
+    before = max_ts <= F.lit(sched.first[0])
+    results = grouped.select(
+        *[F.col(quote(k)) for k in plan.keys],
+        F.col(_WS).alias("window_start"),
+        (F.col(_WS) + F.lit(size)).alias("window_end"),
+        *[F.col(agg_name(a)) for a in plan.aggs],
+        F.when(at_end, F.lit(I64_MAX))
+        .when(before, F.lit(sched.first[0]))
+        .otherwise(F.get(fire_wm, index))
+        .alias("watermark"),
+        F.lit(False).alias(REFIRE),
+        F.when(at_end, F.lit(None).cast("bigint"))
+        .when(before, F.lit(sched.first[1]))
+        .otherwise(F.get(fire_time, index))
+        .alias("trigger_time"),
+    )
+    late = recs.where(~on_time).withColumnRenamed(_WM, "watermark").drop(_WS)
+    return results, late
+
+
+__all__ = ["native_outputs", "suitable"]

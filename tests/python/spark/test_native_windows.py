@@ -1,0 +1,198 @@
+"""Tumbling windows without lateness run as one native aggregation
+(floodmark.spark.native_windows); everything else runs the keyed Rust operator. Both
+must give the same three outputs, row for row, on the cases where the native
+arithmetic could go wrong: wrapping sums, first/last ties and nulls, negative event
+times, no watermark at all, late records, rows the table lacks."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from floodmark import (
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WatermarkStrategy,
+)
+from floodmark.spark import native_windows, window_aggregate, windows
+from floodmark.time import I64_MAX, I64_MIN
+
+MS10 = timedelta(milliseconds=10)
+COLUMNS = ["partition", "event_time", "arrival", "key", "value"]
+BOUNDED = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(milliseconds=5))
+TUMBLING = TumblingEventTimeWindows.of(timedelta(milliseconds=10))
+AGGS: list[Any] = [
+    "count",
+    ("sum", "value"),
+    ("min", "value"),
+    ("max", "value"),
+    ("first", "value"),
+    ("last", "value"),
+]
+
+
+def stream(rows: list[tuple[int, int | None, int, int, int | None]]) -> pa.Table:
+    """``(channel, event_time, arrival, key, value)`` rows."""
+    cols = list(zip(*rows, strict=True))
+    return pa.table(
+        {name: pa.array(col, pa.int64()) for name, col in zip(COLUMNS, cols, strict=True)}
+    )
+
+
+def run(spark: Any, table: pa.Table, **kw: Any) -> Any:
+    args: dict[str, Any] = {
+        "key": "key",
+        "event_time": "event_time",
+        "channel": "partition",
+        "arrival": "arrival",
+        "aggs": AGGS,
+        "emit_interval": timedelta(milliseconds=10),
+        **kw,
+    }
+    strategy, window = args.pop("strategy", BOUNDED), args.pop("window", TUMBLING)
+    return window_aggregate(spark.createDataFrame(table), strategy, window, **args)
+
+
+def outputs(out: Any) -> dict[str, Counter[tuple[Any, ...]]]:
+    got = {}
+    for kind in ("results", "late", "dropped"):
+        t = getattr(out, kind).toArrow()
+        got[kind] = Counter(zip(*[t[c].to_pylist() for c in t.column_names], strict=True))
+    out.unpersist()
+    return got
+
+
+def both_paths(
+    spark: Any, table: pa.Table, monkeypatch: pytest.MonkeyPatch, **kw: Any
+) -> dict[str, Counter[tuple[Any, ...]]]:
+    """The outputs of the native path, checked equal to the keyed operator's."""
+    native = run(spark, table, **kw)
+    assert native.cached is None, "expected the native path"
+    got = outputs(native)
+    with monkeypatch.context() as m:
+        m.setattr(windows, "native_outputs", lambda *args: None)
+        keyed = run(spark, table, **kw)
+        assert keyed.cached is not None
+        assert outputs(keyed) == got
+    return got
+
+
+def test_sums_wrap_like_a_java_long(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = I64_MAX - 1
+    table = stream(
+        [
+            (0, 1, 1, 7, big),
+            (0, 2, 2, 7, big),
+            (0, 3, 3, 7, 5),
+            (1, 4, 4, 7, None),
+            (1, 5, 5, 7, I64_MIN),
+            (1, 6, 6, 7, I64_MIN),
+            (0, 40, 40, 7, 1),
+            (1, 41, 41, 7, 1),
+        ]
+    )
+    got = both_paths(spark, table, monkeypatch)
+    # (key, window_start, window_end, count, sum, min, max, first, last, ...)
+    sums = {r[1]: r[4] for r in got["results"]}
+    wrapped = (2 * big + 5 + 2 * I64_MIN + 2**63) % 2**64 - 2**63
+    assert sums[0] == wrapped
+    counts = {r[1]: r[3] for r in got["results"]}
+    assert counts[0] == 6
+
+
+def test_first_and_last_by_event_time_then_arrival_then_channel_skipping_nulls(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = stream(
+        [
+            (0, 2, 10, 1, None),  # earliest event time, but null: skipped
+            (1, 3, 12, 1, 30),
+            (0, 3, 12, 1, 20),  # same time and arrival: channel 0 comes first
+            (0, 3, 11, 1, 10),  # same time, earlier arrival: first
+            (0, 8, 13, 1, 40),
+            (1, 8, 13, 1, 50),  # latest event time, arrival tie, channel 1: last
+            (0, 9, 14, 1, None),  # latest event time, but null: skipped
+            (0, 60, 60, 1, 1),
+            (1, 61, 61, 1, 1),
+        ]
+    )
+    got = both_paths(spark, table, monkeypatch)
+    first_window = next(r for r in got["results"] if r[1] == 0)
+    assert first_window[7:9] == (10, 50)
+
+
+def test_negative_event_times_on_flinks_floor_grid(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(i % 2, ts, 100 + i, i % 3, ts) for i, ts in enumerate(range(-95, 30, 7))]
+    rows += [(0, 200, 300, 0, 0), (1, 200, 300, 0, 0)]
+    got = both_paths(spark, stream(rows), monkeypatch)
+    starts = {r[1] for r in got["results"]}
+    # Flink 2.x floors (1.x's formula put -95 in [-90, -80), which does not hold it)
+    assert min(starts) == -100
+
+
+def test_late_records_and_the_watermark_they_met(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(c, t, t, t % 4, t) for t in range(0, 300, 3) for c in (0, 1)]
+    rows += [(0, 5, 400, 1, -1), (1, 15, 410, 2, -2), (0, 295, 420, 3, -3)]
+    got = both_paths(spark, stream(rows), monkeypatch)
+    assert {r[2] for r in got["late"]} == {400, 410}
+    assert all(r[-1] > 15 for r in got["late"])
+
+
+def test_without_watermarks_every_window_fires_at_the_end(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
+    got = both_paths(spark, stream(rows), monkeypatch, strategy=WatermarkStrategy.no_watermarks())
+    assert {(r[-3], r[-1]) for r in got["results"]} == {(I64_MAX, None)}
+    assert not got["late"]
+
+
+def test_null_event_times_and_string_keys(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
+    rows += [(0, None, 50, 1, 1)]
+    table = stream(rows)
+    table = table.set_column(3, "key", pa.array([f"k{k}" for k in table["key"].to_pylist()]))
+    got = both_paths(spark, table, monkeypatch)
+    assert [r[-1] for r in got["dropped"]] == ["null_event_time"]
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"aggs": ["count", ("mean", "value")]},
+        {"allowed_lateness": timedelta(milliseconds=5)},
+        {"window": SlidingEventTimeWindows.of(timedelta(milliseconds=20), MS10)},
+    ],
+    ids=["mean", "lateness", "sliding"],
+)
+def test_other_stages_run_the_keyed_operator(spark: Any, kw: dict[str, Any]) -> None:
+    rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
+    out = run(spark, stream(rows), **kw)
+    assert out.cached is not None
+    out.unpersist()
+
+
+def test_event_times_near_the_ends_of_long_run_the_keyed_operator(spark: Any) -> None:
+    rows = [(c, t, t, 0, t) for t in range(0, 100, 5) for c in (0, 1)]
+    rows.append((0, native_windows.SAFE, 100, 0, 0))
+    out = run(spark, stream(rows))
+    assert out.cached is not None
+    assert out.results.count() > 0
+    out.unpersist()
+
+
+def test_float_values_run_the_keyed_operator(spark: Any) -> None:
+    rows = [(c, t, t, 0, t) for t in range(0, 100, 5) for c in (0, 1)]
+    table = stream(rows)
+    table = table.set_column(4, "value", pa.array([float(v) for v in table["value"].to_pylist()]))
+    out = run(spark, table, aggs=[("min", "value")])
+    assert out.cached is not None
+    out.unpersist()
