@@ -23,7 +23,8 @@ So the results are ``groupBy(key, window)`` over the non-late records, the firin
 watermark and time read from constant arrays indexed by window, the late side output
 a filter. The per-bucket watermark and the per-window firing come from the Rust
 timeline; Spark does the per-record work natively and combines before its shuffle.
-Measured on 10M rows (docs/performance.md): the whole pipeline <TBD>.
+Measured on 10M rows (docs/performance.md): the whole pipeline, all three outputs
+written, 2.85x an identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
 
 Anything else (sliding and session windows, allowed lateness, ``mean``, float values,
 event times within 2^62 of the ``long`` range's ends, tables too large for constant

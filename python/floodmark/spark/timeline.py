@@ -308,9 +308,9 @@ def error_reason(plan: WatermarkPlan) -> Column:
     )
 
 
-def bucket_aggregate(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
-    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts`` and
-    ``min_ts`` (the smallest only tells the window stage the event-time range)."""
+def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, event_range: bool = False) -> pa.Table:
+    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts``, and
+    ``min_ts`` with ``event_range`` (the window stage needs the event-time range)."""
     from pyspark.sql import functions as F
 
     agg = (
@@ -321,11 +321,12 @@ def bucket_aggregate(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
             plan.event_time.ticks().alias("ts"),
         )
         .groupBy("channel", plan.bucket("arrival").alias("bucket"))
-        .agg(F.max("ts").alias("max_ts"), F.min("ts").alias("min_ts"))
+        .agg(F.max("ts").alias("max_ts"), *([F.min("ts").alias("min_ts")] if event_range else []))
     )
     return agg.toArrow()
 
 
-def compute_timeline(df: DataFrame, plan: WatermarkPlan) -> Timeline:
-    """Stages 1-2: one native aggregation pass over three columns, then the engine."""
-    return timeline_from_buckets(bucket_aggregate(df, plan), plan)
+def compute_timeline(df: DataFrame, plan: WatermarkPlan, event_range: bool = False) -> Timeline:
+    """Stages 1-2: one native aggregation pass over three columns, then the engine;
+    with ``event_range``, the timeline knows the smallest and largest event time."""
+    return timeline_from_buckets(bucket_aggregate(df, plan, event_range), plan)

@@ -254,7 +254,7 @@ def window_aggregate(
     )
     check_window(window, wm_plan.event_time.unit)
 
-    timeline = compute_timeline(df, wm_plan)
+    timeline = compute_timeline(df, wm_plan, event_range=True)
     times, wms = timeline.advances()
     native = native_outputs(df, plan, timeline, times, wms)
     if native is not None:

@@ -196,3 +196,30 @@ def test_float_values_run_the_keyed_operator(spark: Any) -> None:
     out = run(spark, table, aggs=[("min", "value")])
     assert out.cached is not None
     out.unpersist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_streams_give_the_keyed_operators_rows(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Random disorder, duplicates, nulls, negative times, a window offset, big values:
+    the native path and the keyed operator agree on all three outputs."""
+    import random
+
+    rng = random.Random(seed)
+    rows: list[tuple[int, int | None, int, int, int | None]] = []
+    for arrival in range(0, 600, 2):
+        channel = rng.randrange(3)
+        ts = arrival - 300 - rng.randrange(40 if rng.random() < 0.9 else 200)
+        value = rng.choice([None, rng.randrange(-(2**63), 2**63), rng.randrange(-9, 9)])
+        rows.append(
+            (channel, None if rng.random() < 0.01 else ts, arrival, rng.randrange(4), value)
+        )
+    window = TumblingEventTimeWindows.of(
+        timedelta(milliseconds=rng.choice([7, 10, 25])), timedelta(milliseconds=rng.choice([0, 3]))
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        timedelta(milliseconds=rng.choice([0, 5, 30]))
+    ).with_idleness(timedelta(milliseconds=50))
+    got = both_paths(spark, stream(rows), monkeypatch, window=window, strategy=strategy)
+    assert got["results"] and got["late"] and got["dropped"]
