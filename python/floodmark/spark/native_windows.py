@@ -200,7 +200,11 @@ def native_outputs(
         )
         .withColumn("__fm_bucket", wm.bucket(ARRIVAL))
         .withColumn(_WM, in_force_wm)
-        .withColumn(_WS, ts - F.pmod(ts - F.lit(sched.offset), F.lit(size)))
+        # Spark may test the other null checks of valid_rows after this arithmetic:
+        # the CASE keeps it in range (ANSI mode) for rows that filter will drop.
+        .withColumn(
+            _WS, F.when(ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(sched.offset), F.lit(size)))
+        )
         .drop("__fm_bucket")
     )
     max_ts = F.col(_WS) + F.lit(size - 1)

@@ -278,8 +278,10 @@ def window_aggregate(
 
     arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
     parts = num_partitions or df.sparkSession.sparkContext.defaultParallelism
+    # The documented order (arrival, channel, event time, key); the channel is sent
+    # unless it is a key (as a value column, if it is one).
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
-        ARRIVAL, *([quote(channel)] if plan.send_channel else []), TS, *map(quote, keys)
+        ARRIVAL, *([quote(channel)] if channel not in keys else []), TS, *map(quote, keys)
     )
     runner = make_runner(plan, times, wms, arrow_schemas)
     cached = ordered.mapInArrow(runner, packed_schema()).persist()

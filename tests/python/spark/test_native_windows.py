@@ -223,3 +223,24 @@ def test_random_streams_give_the_keyed_operators_rows(
     ).with_idleness(timedelta(milliseconds=50))
     got = both_paths(spark, stream(rows), monkeypatch, window=window, strategy=strategy)
     assert got["results"] and got["late"] and got["dropped"]
+
+
+def test_a_row_without_channel_never_reaches_the_window_arithmetic(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its event time would overflow the window start (Spark's ANSI mode fails): the
+    row must go to `dropped`, whatever order Spark tests the filter's conditions in."""
+    rows: list[Any] = [(c, t, t, 0, t) for t in range(0, 100, 5) for c in (0, 1)]
+    rows += [(None, I64_MAX, 50, 0, 1), (None, I64_MIN, 60, 0, 1)]
+    got = both_paths(spark, stream(rows), monkeypatch)
+    assert sorted(r[-1] for r in got["dropped"]) == ["null_channel", "null_channel"]
+
+
+def test_the_channel_as_a_value_breaks_ties_in_both_paths(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(c, t, t, 0, t) for t in range(0, 100, 5) for c in (1, 0)]
+    got = both_paths(
+        spark, stream(rows), monkeypatch, aggs=[("first", "partition"), ("last", "partition")]
+    )
+    assert {r[3:5] for r in got["results"]} == {(0, 1)}
