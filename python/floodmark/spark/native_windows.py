@@ -40,7 +40,7 @@ import numpy as np
 
 from floodmark.spark.columns import quote
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
-from floodmark.spark.timeline import Timeline, valid_rows
+from floodmark.spark.timeline import Timeline, valid_rows, watermark_in_force
 from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
 from floodmark.time import I64_MAX, I64_MIN
 
@@ -70,13 +70,12 @@ class Schedule:
 
 def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
     """Whether the stage's outputs follow from the timeline alone (see module doc)."""
-    kind = plan.window.params(plan.wm.event_time.unit)[0]
+    kind, size, *_ = plan.window.params(plan.wm.event_time.unit)
     if kind != "tumbling" or plan.lateness != 0 or timeline.event_range is None:
         return False
     for agg in plan.aggs:
         if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
             return False
-    size = plan.window.params(plan.wm.event_time.unit)[1]
     low, high = timeline.event_range
     return low > -SAFE and high < SAFE and size < SAFE >> 2
 
@@ -89,7 +88,7 @@ def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule |
         empty = np.zeros(0, np.int64)
         return Schedule(size, offset, 0, empty, empty, (I64_MAX, 0), I64_MIN)
     wlo, whi = int(wms[0]), int(wms[-1])
-    if not (wlo > -SAFE and whi < SAFE and size < SAFE):
+    if not (wlo > -SAFE and whi < SAFE):
         return None
     low = wlo - (wlo - offset) % size  # grid starts (Python's floor modulo)
     high = whi - (whi - offset) % size
@@ -116,10 +115,7 @@ def bucket_watermarks(
     if len(times) and (times[0] < (first - 1) * interval or times[-1] > (last + 1) * interval):
         return None
     ks = np.arange(first, last + 2, dtype=np.int64)
-    if len(wms) == 0:
-        return first, np.full(len(ks), I64_MIN, np.int64)
-    idx = np.searchsorted(times, (ks - 1) * interval, side="right") - 1
-    return first, np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+    return first, watermark_in_force(times, wms, ks, interval)
 
 
 def wrapping_sum(value: Column) -> Column:

@@ -188,6 +188,19 @@ class Timeline:
         )
 
 
+def watermark_in_force(
+    times: np.ndarray, wms: np.ndarray, buckets: np.ndarray, interval: int
+) -> np.ndarray:
+    """The watermark in force for a record of each bucket: the last of ``wms`` (at
+    ``times``, sorted) strictly before its arrival, i.e. at or before
+    ``(bucket - 1) * interval``; ``MIN`` before the first (or with none at all, e.g.
+    ``WatermarkStrategy.no_watermarks()``)."""
+    if len(wms) == 0:
+        return np.full(len(buckets), I64_MIN, np.int64)
+    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
+    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+
+
 def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     """Run the generator per channel over the bucket rows and combine the channels.
 
@@ -240,15 +253,7 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     tl = combine(merged, num_channels=len(channels))
     times = tl.column("time").to_numpy(zero_copy_only=False)
     wms = tl.column("watermark").to_numpy(zero_copy_only=False)
-    # Combined watermark in force for a record of bucket k: the last change at a time
-    # strictly before its arrival, i.e. at or before (k - 1) * I.
-    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
-    # no watermark at all (e.g. WatermarkStrategy.no_watermarks()): an empty timeline
-    wm_in_force = (
-        np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
-        if len(wms)
-        else np.full(n, I64_MIN, np.int64)
-    )
+    wm_in_force = watermark_in_force(times, wms, buckets, interval)
     min_ch = tl.column("min_channel").to_pylist()
     table = pa.table(
         {

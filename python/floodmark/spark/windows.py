@@ -2,15 +2,15 @@
 
 Tumbling windows without lateness, with order-free aggregates, are one native
 aggregation (:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
-Rust operator: the records are shuffled once by key into ``num_partitions`` partitions, sorted by
-arrival inside each, and streamed through one Rust window operator per partition
-(``mapInArrow``): the operator is keyed, so one instance serves every key of its
-partition, in arrival order, exactly as Flink's keyed WindowOperator does. The compact
-timeline travels with the function; its watermark advances are placed between the
-records by arrival time (an advance at time ``t`` comes after every record with
-``arrival <= t``). Only the columns the stage needs cross into Python: keys, event
-time, arrival, channel and the aggregated values. The three outputs come back packed
-and are cached once (see :mod:`floodmark.spark.packed`).
+Rust operator: the records are shuffled once by key into ``num_partitions``
+partitions, sorted by arrival inside each, and streamed through one Rust window
+operator per partition (``mapInArrow``): the operator is keyed, so one instance serves
+every key of its partition, in arrival order, exactly as Flink's keyed WindowOperator
+does. The compact timeline travels with the function; its watermark advances are
+placed between the records by arrival time (an advance at time ``t`` comes after every
+record with ``arrival <= t``). Only the columns the stage needs cross into Python:
+keys, event time, arrival, channel and the aggregated values. The three outputs come
+back packed and are cached once (see :mod:`floodmark.spark.packed`).
 """
 
 from __future__ import annotations
