@@ -1,34 +1,40 @@
-"""Stage 4 for tumbling windows without lateness: one native aggregation, no record
-crossing into Python.
+"""Stage 4 for tumbling and sliding windows without lateness: one native aggregation,
+no record crossing into Python.
 
 Why this is exact. With the combined watermark timeline known before the window pass
 (stage 2), the keyed window operator holds no decision that depends on its state when
-windows tumble and ``allowed_lateness`` is 0:
+windows tumble or slide (``slide <= size``: every record is in a window) and
+``allowed_lateness`` is 0:
 
 * a record meets the watermark ``W`` in force at its arrival (the last advance at a time
-  before its arrival, as in the runner); it goes into its one window ``w`` unless
-  ``w.maxTimestamp() <= W``, in which case it is late (``ts <= maxTimestamp``, so it is
-  also element-late: Flink's side output);
+  before its arrival, as in the runner); it goes into each of its windows ``w`` with
+  ``w.maxTimestamp() > W`` and skips the others; if it skips all of them it is late
+  (its last window holds ``ts``, so ``ts <= W``: element-late, Flink's side output);
 * nothing fires on a record (a window that could fire on one is late, so it is never
   added to), so every result is the firing of ``w``'s event-time timer: at the first
   advance whose watermark reaches ``w.maxTimestamp()`` (that advance's watermark and
   time), or at the end of input (watermark ``MAX``, no time); its content is every
-  record added before that advance, which is every non-late record of ``(key, w)``;
+  record added before that advance, which is every record of ``(key, w)`` that did
+  not skip ``w``;
 * the aggregates here do not depend on the order of addition: ``count``, ``sum`` of
   integers (wrapping like a Java ``long``, computed from 32-bit halves so that
   Spark's ANSI mode cannot fail), ``min``, ``max``, and ``first``/``last`` (by event
   time, ties by arrival then channel: the runner's order).
 
-So the results are ``groupBy(key, window)`` over the non-late records, the firing's
+So the results are ``groupBy(key, window)`` over the (record, window) pairs whose
+window was open (sliding windows: one row per pair, by ``explode``), the firing's
 watermark and time read from constant arrays indexed by window, the late side output
-a filter. The per-bucket watermark and the per-window firing come from the Rust
-timeline; Spark does the per-record work natively and combines before its shuffle.
-Measured on 10M rows (docs/performance.md): the whole pipeline, all three outputs
-written, 2.85x an identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
+a filter on each record's last window. The per-bucket watermark and the per-window
+firing come from the Rust timeline; Spark does the per-record work natively and
+combines before its shuffle. When the timeline shows that no bucket's earliest record
+can meet a closed window, the late output needs no scan at all. Measured on 10M rows
+(docs/performance.md): the whole pipeline, all three outputs written, ~2.9x an
+identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
 
-Anything else (sliding and session windows, allowed lateness, ``mean``, float values,
-event times within 2^62 of the ``long`` range's ends, tables too large for constant
-arrays, Spark Connect) runs the keyed Rust window operator (:mod:`.windows`).
+Anything else (sliding windows with gaps, session windows, allowed lateness, ``mean``,
+float values, event times within 2^62 of the ``long`` range's ends, tables too large
+for constant arrays, Spark Connect) runs the keyed Rust window operator
+(:mod:`.windows`).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class Schedule:
     (both window starts); windows past ``high`` fire at the end of input."""
 
     size: int
+    step: int  # between window starts: the slide (tumbling: the size)
     offset: int
     low: int
     watermarks: np.ndarray  # per window of the grid: the firing's watermark
@@ -68,10 +75,18 @@ class Schedule:
     last_watermark: int
 
 
+def grid(plan: WindowPlan) -> tuple[str, int, int, int]:
+    """``(kind, size, step, offset)``: window starts are ``offset + k * step``."""
+    kind, size, slide, offset, _ = plan.window.params(plan.wm.event_time.unit)
+    return kind, size, slide if kind == "sliding" else size, offset
+
+
 def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
     """Whether the stage's outputs follow from the timeline alone (see module doc)."""
-    kind, size, *_ = plan.window.params(plan.wm.event_time.unit)
-    if kind != "tumbling" or plan.lateness != 0 or timeline.event_range is None:
+    kind, size, step, _ = grid(plan)
+    if kind not in ("tumbling", "sliding") or step > size:  # gaps: records in no window
+        return False
+    if plan.lateness != 0 or timeline.event_range is None:
         return False
     for agg in plan.aggs:
         if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
@@ -83,21 +98,23 @@ def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
 def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule | None:
     """The firing of every window between the first and the last advance (None when
     there are more than :data:`MAX_CONSTANT_SLOTS` or a watermark is out of range)."""
-    _, size, _, offset, _ = plan.window.params(plan.wm.event_time.unit)
+    _, size, step, offset = grid(plan)
     if len(wms) == 0:
         empty = np.zeros(0, np.int64)
-        return Schedule(size, offset, 0, empty, empty, (I64_MAX, 0), I64_MIN)
+        return Schedule(size, step, offset, 0, empty, empty, (I64_MAX, 0), I64_MIN)
     wlo, whi = int(wms[0]), int(wms[-1])
     if not (wlo > -SAFE and whi < SAFE):
         return None
-    low = wlo - (wlo - offset) % size  # grid starts (Python's floor modulo)
-    high = whi - (whi - offset) % size
-    n = (high - low) // size + 1
+    # Grid starts (Python's floor modulo) from the first window ending after the first
+    # advance to the last window ending at or before the last one.
+    low = (wlo - size + 1) - (wlo - size + 1 - offset) % step
+    high = whi - (whi - offset) % step
+    n = (high - low) // step + 1
     if n > MAX_CONSTANT_SLOTS:
         return None
-    max_ts = low + size * np.arange(n, dtype=np.int64) + (size - 1)
+    max_ts = low + step * np.arange(n, dtype=np.int64) + (size - 1)
     fire = np.minimum(np.searchsorted(wms, max_ts, side="left"), len(wms) - 1)
-    return Schedule(size, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
+    return Schedule(size, step, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
 
 
 def bucket_watermarks(
@@ -116,6 +133,23 @@ def bucket_watermarks(
         return None
     ks = np.arange(first, last + 2, dtype=np.int64)
     return first, watermark_in_force(times, wms, ks, interval)
+
+
+def may_be_late(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> bool:
+    """Whether any record can be late. Window ends grow with event time, so a bucket
+    holds a late record (or a late window of a record) only if the first window of its
+    smallest event time ends at or before the watermark in force for the bucket;
+    without that, no scan is needed for the late output and no lookup for the
+    results."""
+    table = timeline.buckets
+    if "min_ts" not in table.column_names:
+        return True
+    buckets = table.column("bucket").to_numpy()
+    min_ts = table.column("min_ts").to_numpy().astype(np.int64)
+    in_force = watermark_in_force(times, wms, buckets, timeline.plan.interval)
+    earliest = min_ts - (sched.size - 1)  # the first window starts here or just after
+    ends = earliest + (sched.offset - earliest) % sched.step + (sched.size - 1)
+    return bool(np.any(ends <= in_force))
 
 
 def wrapping_sum(value: Column) -> Column:
@@ -174,12 +208,18 @@ def native_outputs(
 
     wm, size = plan.wm, sched.size
     ts = F.col(TS)
-    bucket = F.col("__fm_bucket")
+    bucket = wm.bucket(ARRIVAL)
     last = first_bucket + len(bucket_wms) - 1
     in_force_wm = (
         F.when(bucket < first_bucket, F.lit(I64_MIN))
         .when(bucket > last, F.lit(int(wms[-1]) if len(wms) else I64_MIN))
         .otherwise(F.get(wm_array, (bucket - F.lit(first_bucket)).cast("int")))
+    )
+    # Spark may test the other null checks of valid_rows after this arithmetic: the
+    # CASE keeps it in range (ANSI mode) for rows that filter will drop.
+    step = sched.step
+    window_start = F.when(  # the record's last window (sliding windows: the latest start)
+        ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(sched.offset), F.lit(step))
     )
     recs = (
         df.where(valid_rows(wm))
@@ -194,24 +234,25 @@ def native_outputs(
                 if v not in plan.keys and v != wm.channel
             ],
         )
-        .withColumn("__fm_bucket", wm.bucket(ARRIVAL))
-        .withColumn(_WM, in_force_wm)
-        # Spark may test the other null checks of valid_rows after this arithmetic:
-        # the CASE keeps it in range (ANSI mode) for rows that filter will drop.
-        .withColumn(
-            _WS, F.when(ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(sched.offset), F.lit(size)))
-        )
-        .drop("__fm_bucket")
+        .select("*", in_force_wm.alias(_WM), window_start.alias(_WS))
     )
     max_ts = F.col(_WS) + F.lit(size - 1)
-    on_time = max_ts > F.col(_WM)
+    on_time = max_ts > F.col(_WM) if may_be_late(timeline, sched, times, wms) else F.lit(True)
 
+    pairs = recs
+    if size > step:  # sliding: a row per (record, window), back from its last window
+        latest = F.col(_WS)
+        back = (-(-size // step) - 1) * step
+        starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
+        pairs = recs.select(*[F.col(c) for c in recs.columns if c != _WS], starts).where(
+            F.col(_WS) > ts - F.lit(size)
+        )
     grouped = (
-        recs.where(on_time)
+        pairs.where(on_time)
         .groupBy(*[F.col(quote(k)) for k in plan.keys], F.col(_WS))
         .agg(*[aggregate(plan, a) for a in plan.aggs])
     )
-    index = F.expr(f"CAST(({_WS} - ({sched.low})) div {size} AS INT)")
+    index = F.expr(f"CAST(({_WS} - ({sched.low})) div {step} AS INT)")
     at_end = max_ts > F.lit(sched.last_watermark)
     before = max_ts <= F.lit(sched.first[0])
     results = grouped.select(

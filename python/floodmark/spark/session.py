@@ -27,6 +27,9 @@ ARROW_CONF: dict[str, str] = {
 DEFAULT_CONF: dict[str, str] = {
     **ARROW_CONF,
     "spark.sql.shuffle.partitions": "4",
+    # The window aggregation groups millions of (key, window) pairs: the first-level
+    # fast hash map (2^16 slots) overflows and costs every row a failed probe.
+    "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "4g",

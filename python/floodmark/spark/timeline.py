@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
@@ -149,7 +150,8 @@ class Timeline:
             (arrival ticks), ``watermark`` (event-time ticks), ``status``
             (``active``/``idle``), ``min_channel`` (the channel value holding the minimum).
         buckets: one row per non-empty ``(channel, bucket)``: ``channel``, ``bucket``,
-            ``channel_watermark`` and ``watermark`` in force for records of that bucket.
+            ``channel_watermark`` and ``watermark`` in force for records of that bucket
+            (and the bucket's smallest event time ``min_ts`` when aggregated).
         channels: the channel values, in the order of the valve's channel indexes.
         emissions: every channel's own output (deduplicated as Flink's
             ``WatermarkToDataOutput`` does): ``channel`` (value), ``time``, ``kind``
@@ -211,7 +213,7 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     """
     interval = plan.interval
     agg = agg.sort_by([("channel", "ascending"), ("bucket", "ascending")])
-    channel_values = agg.column("channel").to_pylist()
+    chan = agg.column("channel").combine_chunks()
     buckets = agg.column("bucket").to_numpy().astype(np.int64)
     max_ts = agg.column("max_ts").to_numpy().astype(np.int64)
     n = len(buckets)
@@ -226,8 +228,10 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
         )
         return Timeline(plan, empty, agg.select(["channel", "bucket"]), [])
     # Channel boundaries in the sorted rows.
-    starts = [0] + [i for i in range(1, n) if channel_values[i] != channel_values[i - 1]] + [n]
-    channels = [channel_values[s] for s in starts[:-1]]
+    changed = pc.not_equal(chan.slice(1), chan.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = [0, *(np.flatnonzero(changed) + 1).tolist(), n]
+    channel_values = pa.array([chan[s].as_py() for s in starts[:-1]], chan.type)
+    channels = channel_values.to_pylist()
     start, until = int(buckets.min()) * interval, int(buckets.max()) * interval
     channel_wm = np.empty(n, dtype=np.int64)
     parts = []
@@ -254,16 +258,12 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
     times = tl.column("time").to_numpy(zero_copy_only=False)
     wms = tl.column("watermark").to_numpy(zero_copy_only=False)
     wm_in_force = watermark_in_force(times, wms, buckets, interval)
-    min_ch = tl.column("min_channel").to_pylist()
     table = pa.table(
         {
             "time": tl.column("time"),
             "watermark": tl.column("watermark"),
             "status": tl.column("status"),
-            "min_channel": pa.array(
-                [None if c is None else channels[c] for c in min_ch],
-                agg.schema.field("channel").type,
-            ),
+            "min_channel": channel_values.take(tl.column("min_channel")),
         }
     )
     bucket_table = pa.table(
@@ -272,14 +272,12 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
             "bucket": pa.array(buckets),
             "channel_watermark": pa.array(channel_wm),
             "watermark": pa.array(wm_in_force),
+            **({"min_ts": agg.column("min_ts")} if "min_ts" in agg.column_names else {}),
         }
     )
-    chan_type = agg.schema.field("channel").type
     emitted = pa.table(
         {
-            "channel": pa.array(
-                [channels[c] for c in merged.column("channel").to_pylist()], chan_type
-            ),
+            "channel": channel_values.take(merged.column("channel")),
             "time": merged.column("time"),
             "kind": merged.column("kind"),
             "watermark": merged.column("watermark"),

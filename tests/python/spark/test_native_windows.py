@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from floodmark import (
@@ -169,9 +170,9 @@ def test_null_event_times_and_string_keys(spark: Any, monkeypatch: pytest.Monkey
     [
         {"aggs": ["count", ("mean", "value")]},
         {"allowed_lateness": timedelta(milliseconds=5)},
-        {"window": SlidingEventTimeWindows.of(timedelta(milliseconds=20), MS10)},
+        {"window": SlidingEventTimeWindows.of(MS10, timedelta(milliseconds=20))},
     ],
-    ids=["mean", "lateness", "sliding"],
+    ids=["mean", "lateness", "sliding-with-gaps"],
 )
 def test_other_stages_run_the_keyed_operator(spark: Any, kw: dict[str, Any]) -> None:
     rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
@@ -198,7 +199,7 @@ def test_float_values_run_the_keyed_operator(spark: Any) -> None:
     out.unpersist()
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 def test_random_streams_give_the_keyed_operators_rows(
     spark: Any, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
@@ -215,9 +216,12 @@ def test_random_streams_give_the_keyed_operators_rows(
         rows.append(
             (channel, None if rng.random() < 0.01 else ts, arrival, rng.randrange(4), value)
         )
-    window = TumblingEventTimeWindows.of(
-        timedelta(milliseconds=rng.choice([7, 10, 25])), timedelta(milliseconds=rng.choice([0, 3]))
-    )
+    size = timedelta(milliseconds=rng.choice([7, 10, 25]))
+    offset = timedelta(milliseconds=rng.choice([0, 3]))
+    if seed % 2:  # slide 5 ms: 2-5 windows per record, partly late records
+        window = SlidingEventTimeWindows.of(size, timedelta(milliseconds=5), offset)
+    else:
+        window = TumblingEventTimeWindows.of(size, offset)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(
         timedelta(milliseconds=rng.choice([0, 5, 30]))
     ).with_idleness(timedelta(milliseconds=50))
@@ -244,3 +248,65 @@ def test_the_channel_as_a_value_breaks_ties_in_both_paths(
         spark, stream(rows), monkeypatch, aggs=[("first", "partition"), ("last", "partition")]
     )
     assert {r[3:5] for r in got["results"]} == {(0, 1)}
+
+
+def test_a_window_ending_at_the_watermark_in_force_is_late(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both channels reach event time 305: the watermark in force from arrival 310 on is
+    # 305 - 5 - 1 = 299, the last timestamp of [290, 300).
+    rows = [(c, t, t, t % 4, t) for t in range(0, 300, 3) for c in (0, 1)]
+    rows += [(0, 305, 305, 0, 0), (1, 305, 305, 0, 0)]
+    rows += [(0, 295, 400, 1, -1), (1, 300, 400, 2, -2)]
+    got = both_paths(spark, stream(rows), monkeypatch)
+    assert [(r[1], r[2], r[-1]) for r in got["late"]] == [(295, 400, 299)]
+    late_window = [r for r in got["results"] if r[:2] == (2, 300)]
+    assert [r[3] for r in late_window] == [1]
+
+
+def test_a_stream_without_late_records_skips_the_late_scan(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    rows = [(c, t, t, t % 4, t) for t in range(0, 300, 3) for c in (0, 1)]
+    got = both_paths(spark, stream(rows), monkeypatch)
+    assert not got["late"] and sum(r[3] for r in got["results"]) == len(rows)
+    # From a file (Spark evaluates filters over in-memory rows while optimizing).
+    pq.write_table(stream(rows), tmp_path / "rows.parquet")
+    df = spark.read.parquet(str(tmp_path / "rows.parquet"))
+    out = window_aggregate(
+        df,
+        BOUNDED,
+        TUMBLING,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        emit_interval=MS10,
+    )
+    assert out.cached is None
+    plans = {
+        kind: getattr(out, kind)._jdf.queryExecution().optimizedPlan().toString()
+        for kind in ("late", "results")
+    }
+    assert "LocalRelation <empty>" in plans["late"], plans["late"]
+    assert "Relation" in plans["results"] and "__fm_watermark" not in plans["results"]
+
+
+def test_sliding_windows_late_only_where_every_window_is(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of 25 ms every 10 ms (a record is in 2 or 3). A record whose earlier
+    windows are late still counts in its later ones and is not late itself; one whose
+    every window is late goes to the late output."""
+    rows = [(c, t, t, t % 4, t) for t in range(0, 300, 3) for c in (0, 1)]
+    rows += [(0, 305, 305, 0, 0), (1, 305, 305, 0, 0)]  # watermark 299 from arrival 310
+    rows += [(0, 282, 400, 1, -1), (1, 270, 400, 2, -2), (0, 300, 400, 3, -3)]
+    window = SlidingEventTimeWindows.of(timedelta(milliseconds=25), MS10)
+    got = both_paths(spark, stream(rows), monkeypatch, window=window)
+    # 282 is in [260, 285), [270, 295), [280, 305): only the last one is open.
+    assert [(r[1], r[-1]) for r in got["late"]] == [(270, 299)]
+    late_in = {r[:2]: r[3] for r in got["results"] if r[0] in (1, 3)}
+    assert late_in[(1, 280)] == sum(1 for r in rows if r[3] == 1 and 280 <= r[1] < 305)
+    assert (1, 260) in late_in and late_in[(1, 260)] == sum(
+        1 for r in rows if r[3] == 1 and 260 <= r[1] < 285 and r[2] < 400
+    )
