@@ -28,12 +28,13 @@ a filter on each record's last window. The per-bucket watermark and the per-wind
 firing come from the Rust timeline; Spark does the per-record work natively and
 combines before its shuffle. When the timeline shows that no bucket's earliest record
 can meet a closed window, the late output needs no scan at all. Measured on 10M rows
-(docs/performance.md): the whole pipeline, all three outputs written, ~2.9x an
-identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
+(docs/performance.md): the whole pipeline with tumbling windows, all three outputs
+written, 2.9x an identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
 
-Anything else (sliding windows with gaps, session windows, allowed lateness, ``mean``,
-float values, event times within 2^62 of the ``long`` range's ends, tables too large
-for constant arrays, Spark Connect) runs the keyed Rust window operator
+Anything else (sliding windows with gaps or more than
+:data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, allowed lateness,
+``mean``, float values, event times within 2^62 of the ``long`` range's ends, tables
+too large for constant arrays, Spark Connect) runs the keyed Rust window operator
 (:mod:`.windows`).
 """
 
@@ -57,13 +58,16 @@ if TYPE_CHECKING:
 ORDER_FREE = ("sum", "min", "max", "first", "last")
 #: Event times and watermarks within this bound keep the window arithmetic in range.
 SAFE = 1 << 62
+#: Most windows per record (``ceil(size / slide)``) that the native path explodes into.
+MAX_WINDOWS_PER_RECORD = 1000
 _WS, _WM = "__fm_window_start", "__fm_watermark"
 
 
 @dataclass(frozen=True)
 class Schedule:
-    """When each tumbling window fires: by window start, over the grid ``[low, high]``
-    (both window starts); windows past ``high`` fire at the end of input."""
+    """When each window fires: by window start, over the grid ``[low, high]`` (both
+    window starts); windows ending at or before the first advance fire at it, windows
+    ending after the last one at the end of input."""
 
     size: int
     step: int  # between window starts: the slide (tumbling: the size)
@@ -86,6 +90,8 @@ def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
     kind, size, step, _ = grid(plan)
     if kind not in ("tumbling", "sliding") or step > size:  # gaps: records in no window
         return False
+    if -(-size // step) > MAX_WINDOWS_PER_RECORD:
+        return False
     if plan.lateness != 0 or timeline.event_range is None:
         return False
     for agg in plan.aggs:
@@ -105,10 +111,10 @@ def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule |
     wlo, whi = int(wms[0]), int(wms[-1])
     if not (wlo > -SAFE and whi < SAFE):
         return None
-    # Grid starts (Python's floor modulo) from the first window ending after the first
-    # advance to the last window ending at or before the last one.
+    # Grid starts (Python's floor modulo) from the last window ending at or before the
+    # first advance to the last window ending at or before the last advance.
     low = (wlo - size + 1) - (wlo - size + 1 - offset) % step
-    high = whi - (whi - offset) % step
+    high = (whi - size + 1) - (whi - size + 1 - offset) % step
     n = (high - low) // step + 1
     if n > MAX_CONSTANT_SLOTS:
         return None
@@ -244,7 +250,7 @@ def native_outputs(
         latest = F.col(_WS)
         back = (-(-size // step) - 1) * step
         starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
-        pairs = recs.select(*[F.col(c) for c in recs.columns if c != _WS], starts).where(
+        pairs = recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
             F.col(_WS) > ts - F.lit(size)
         )
     grouped = (
@@ -259,7 +265,7 @@ def native_outputs(
         *[F.col(quote(k)) for k in plan.keys],
         F.col(_WS).alias("window_start"),
         (F.col(_WS) + F.lit(size)).alias("window_end"),
-        *[F.col(agg_name(a)) for a in plan.aggs],
+        *[F.col(quote(agg_name(a))) for a in plan.aggs],
         F.when(at_end, F.lit(I64_MAX))
         .when(before, F.lit(sched.first[0]))
         .otherwise(F.get(fire_wm, index))

@@ -1,7 +1,8 @@
 """Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
 
-Tumbling windows without lateness, with order-free aggregates, are one native
-aggregation (:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
+Tumbling windows, and sliding windows without gaps, without lateness and with
+order-free aggregates, are one native aggregation
+(:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
 Rust operator: the records are shuffled once by key into ``num_partitions``
 partitions, sorted by arrival inside each, and streamed through one Rust window
 operator per partition (``mapInArrow``): the operator is keyed, so one instance serves
@@ -125,10 +126,15 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 
 def make_runner(
-    plan: WindowPlan, times: np.ndarray, wms: np.ndarray, schemas: Mapping[str, pa.Schema]
+    plan: WindowPlan,
+    times: np.ndarray,
+    wms: np.ndarray,
+    schemas: Mapping[str, pa.Schema],
+    names: Sequence[str],
 ) -> Any:
     """The function each partition runs: records in arrival order through one keyed
-    Rust window operator, timeline advances interleaved by arrival time."""
+    Rust window operator, timeline advances interleaved by arrival time. The batches
+    come with positional column names; ``names`` are the real ones."""
     window, keys, aggs, lateness, unit = (
         plan.window,
         plan.keys,
@@ -157,6 +163,7 @@ def make_runner(
                     yield from pack(kind, conform(b, schemas[kind]))
 
         for b in batches:
+            b = b.rename_columns(names)
             if b.num_rows == 0:
                 continue
             empty = b.slice(0, 0)
@@ -283,8 +290,12 @@ def window_aggregate(
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
         ARRIVAL, *([quote(channel)] if channel not in keys else []), TS, *map(quote, keys)
     )
-    runner = make_runner(plan, times, wms, arrow_schemas)
-    cached = ordered.mapInArrow(runner, packed_schema()).persist()
+    # mapInArrow resolves every column by name, reading a dot as a struct field: the
+    # runner gets positional names and restores the real ones.
+    names = ordered.columns
+    runner = make_runner(plan, times, wms, arrow_schemas, names)
+    positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    cached = positional.mapInArrow(runner, packed_schema()).persist()
     return WindowedOutput(
         results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
         late=side_frame(unpacked(cached, "late", schemas["late"]), plan, df, "late"),
@@ -317,7 +328,7 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
         *[F.col(quote(k)) for k in plan.keys],
         ev.from_ticks(F.col("window_start")).alias("window_start"),
         ev.from_ticks(F.col("window_end")).alias("window_end"),
-        *[F.col(agg_name(a)) for a in plan.aggs],
+        *[F.col(quote(agg_name(a))) for a in plan.aggs],
         ev.from_ticks(F.col("watermark")).alias("watermark"),
         timing.alias("timing"),
         arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
