@@ -1,45 +1,49 @@
-"""Stage 4 for tumbling and sliding windows without lateness: one native aggregation,
-no record crossing into Python.
+"""Stage 4 for tumbling and sliding windows: native aggregations, no record crossing
+into Python.
 
 Why this is exact. With the combined watermark timeline known before the window pass
 (stage 2), the keyed window operator holds no decision that depends on its state when
-windows tumble or slide (``slide <= size``: every record is in a window) and
-``allowed_lateness`` is 0:
+windows tumble or slide (``slide <= size``: every record is in a window):
 
 * a record meets the watermark ``W`` in force at its arrival (the last advance at a time
-  before its arrival, as in the runner); it goes into each of its windows ``w`` with
-  ``w.maxTimestamp() > W`` and skips the others; if it skips all of them it is late
-  (its last window holds ``ts``, so ``ts <= W``: element-late, Flink's side output);
-* nothing fires on a record (a window that could fire on one is late, so it is never
-  added to), so every result is the firing of ``w``'s event-time timer: at the first
-  advance whose watermark reaches ``w.maxTimestamp()`` (that advance's watermark and
-  time), or at the end of input (watermark ``MAX``, no time); its content is every
-  record added before that advance, which is every record of ``(key, w)`` that did
-  not skip ``w``;
-* the aggregates here do not depend on the order of addition: ``count``, ``sum`` of
-  integers (wrapping like a Java ``long``, computed from 32-bit halves so that
-  Spark's ANSI mode cannot fail), ``min``, ``max``, and ``first``/``last`` (by event
-  time, ties by arrival then channel: the runner's order).
+  before its arrival, as in the runner); for each of its windows ``w``, with
+  ``m = w.maxTimestamp()`` and ``L`` the allowed lateness, it is *on time* if
+  ``m > W``, *refires* ``w`` if ``m <= W < m + L``, and skips ``w`` otherwise; if it
+  skips all of them it is late (its last window holds ``ts``, so ``ts + L <= W``:
+  element-late, Flink's side output);
+* ``W`` grows with arrival, so a window's on-time records all come before its first
+  firing and its refiring records all after it. Each window with on-time records fires
+  once on time: at the first advance whose watermark reaches ``m`` (that advance's
+  watermark and time), or at the end of input (watermark ``MAX``, no time), holding
+  its on-time records. Each refiring record fires its window at once (watermark
+  ``W``, time its arrival) holding the on-time records and the refiring ones up to it
+  in the runner's order (arrival, channel, event time, key);
+* the aggregates do not depend on the order of addition (:mod:`.native_aggregates`):
+  ``count``, ``sum`` of integers (wrapping like a Java ``long``), ``min``, ``max``,
+  ``first``/``last`` (by event time, ties by arrival then channel).
 
-So the results are ``groupBy(key, window)`` over the (record, window) pairs whose
-window was open (sliding windows: one row per pair, by ``explode``), the firing's
-watermark and time read from constant arrays indexed by window, the late side output
-a filter on each record's last window. The per-bucket watermark and the per-window
-firing come from the Rust timeline; Spark does the per-record work natively and
-combines before its shuffle. When the timeline shows that no bucket's earliest record
-can meet a closed window, the late output needs no scan at all. Measured on 10M rows
-(docs/performance.md): the whole pipeline with tumbling windows, all three outputs
-written, 2.9x an identity ``mapInArrow`` pass instead of 5.10x with the keyed operator.
+So the on-time results are ``groupBy(key, window)`` over the on-time (record, window)
+pairs (sliding windows: one row per pair, by ``explode``), the firing's watermark and
+time read from constant arrays indexed by window; the refirings are running window
+functions over the open pairs of the windows that refire (selected by a broadcast of
+those windows); the late side output is a filter on each record's last window. The
+per-bucket watermark and the per-window firing come from the Rust timeline; Spark does
+the per-record work natively and combines before its shuffle. When the timeline shows
+that no bucket's earliest record can meet a closed window, there is nothing to refire
+and the late output needs no scan at all. Measured on 10M rows (docs/performance.md):
+the whole pipeline with tumbling windows, all three outputs written, 2.9x an identity
+``mapInArrow`` pass instead of 5.10x with the keyed operator.
 
 Anything else (sliding windows with gaps or more than
-:data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, allowed lateness,
-``mean``, float values, event times within 2^62 of the ``long`` range's ends, tables
-too large for constant arrays, Spark Connect) runs the keyed Rust window operator
-(:mod:`.windows`).
+:data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, ``mean``, float
+values, event times within 2^62 of the ``long`` range's ends, a lateness of 2^62 or
+more, tables too large for constant arrays, Spark Connect) runs the keyed Rust window
+operator (:mod:`.windows`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,8 +51,9 @@ import numpy as np
 
 from floodmark.spark.columns import quote
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
+from floodmark.spark.native_aggregates import part_names, parts, result
 from floodmark.spark.timeline import Timeline, valid_rows, watermark_in_force
-from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
+from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
 
 if TYPE_CHECKING:
@@ -60,7 +65,7 @@ ORDER_FREE = ("sum", "min", "max", "first", "last")
 SAFE = 1 << 62
 #: Most windows per record (``ceil(size / slide)``) that the native path explodes into.
 MAX_WINDOWS_PER_RECORD = 1000
-_WS, _WM = "__fm_window_start", "__fm_watermark"
+_WS, _WM, _REFIRES = "__fm_window_start", "__fm_watermark", "__fm_refires"
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
         return False
     if -(-size // step) > MAX_WINDOWS_PER_RECORD:
         return False
-    if plan.lateness != 0 or timeline.event_range is None:
+    if not 0 <= plan.lateness < SAFE or timeline.event_range is None:
         return False
     for agg in plan.aggs:
         if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
@@ -158,39 +163,6 @@ def may_be_late(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.
     return bool(np.any(ends <= in_force))
 
 
-def wrapping_sum(value: Column) -> Column:
-    """``sum`` of a ``bigint`` column, wrapping like a Java ``long``, without overflow:
-    the low and high 32-bit halves are summed apart (exact below 2^31 values)."""
-    from pyspark.sql import functions as F
-
-    low = F.sum(value.bitwiseAND(F.lit(0xFFFFFFFF)))
-    high = F.sum(F.shiftright(value, 32))
-    carried = F.shiftleft(high + F.shiftright(low, 32), 32)
-    return carried.bitwiseOR(low.bitwiseAND(F.lit(0xFFFFFFFF)))
-
-
-def aggregate(plan: WindowPlan, agg: str | tuple[str, str]) -> Column:
-    """One aggregate over a window's records, as the Rust operator computes it."""
-    from pyspark.sql import functions as F
-
-    if isinstance(agg, str):  # "count"
-        return F.count(F.lit(1)).alias("count")
-    func, column = agg
-    value = F.col(quote(column)).cast("bigint")
-    if func == "sum":
-        out = wrapping_sum(value)
-    elif func == "min":
-        out = F.min(value)
-    elif func == "max":
-        out = F.max(value)
-    else:  # first / last: by event time, ties by arrival then channel
-        order = F.when(
-            value.isNotNull(), F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)))
-        )
-        out = F.min_by(value, order) if func == "first" else F.max_by(value, order)
-    return out.alias(agg_name(agg))
-
-
 def native_outputs(
     df: DataFrame, plan: WindowPlan, timeline: Timeline, times: np.ndarray, wms: np.ndarray
 ) -> tuple[DataFrame, DataFrame] | None:
@@ -243,7 +215,11 @@ def native_outputs(
         .select("*", in_force_wm.alias(_WM), window_start.alias(_WS))
     )
     max_ts = F.col(_WS) + F.lit(size - 1)
-    on_time = max_ts > F.col(_WM) if may_be_late(timeline, sched, times, wms) else F.lit(True)
+    # A (record, window) pair is on time before the window's first firing, refires it
+    # until the watermark passes max_ts + lateness, then is skipped.
+    maybe_late = may_be_late(timeline, sched, times, wms)
+    on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
+    is_open = max_ts + F.lit(plan.lateness) > F.col(_WM) if maybe_late else F.lit(True)
 
     pairs = recs
     if size > step:  # sliding: a row per (record, window), back from its last window
@@ -253,19 +229,17 @@ def native_outputs(
         pairs = recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
             F.col(_WS) > ts - F.lit(size)
         )
-    grouped = (
-        pairs.where(on_time)
-        .groupBy(*[F.col(quote(k)) for k in plan.keys], F.col(_WS))
-        .agg(*[aggregate(plan, a) for a in plan.aggs])
-    )
+    keys = [F.col(quote(k)) for k in plan.keys]
+    specs = [
+        (n, c)
+        for i, a in enumerate(plan.aggs)
+        for n, c in zip(part_names(i, a), parts(plan, a), strict=True)
+    ]
+    grouped = pairs.where(on_time).groupBy(*keys, F.col(_WS)).agg(*[c.alias(n) for n, c in specs])
     index = F.expr(f"CAST(({_WS} - ({sched.low})) div {step} AS INT)")
     at_end = max_ts > F.lit(sched.last_watermark)
     before = max_ts <= F.lit(sched.first[0])
-    results = grouped.select(
-        *[F.col(quote(k)) for k in plan.keys],
-        F.col(_WS).alias("window_start"),
-        (F.col(_WS) + F.lit(size)).alias("window_end"),
-        *[F.col(quote(agg_name(a))) for a in plan.aggs],
+    firing = [
         F.when(at_end, F.lit(I64_MAX))
         .when(before, F.lit(sched.first[0]))
         .otherwise(F.get(fire_wm, index))
@@ -275,9 +249,73 @@ def native_outputs(
         .when(before, F.lit(sched.first[1]))
         .otherwise(F.get(fire_time, index))
         .alias("trigger_time"),
-    )
-    late = recs.where(~on_time).withColumnRenamed(_WM, "watermark").drop(_WS)
+    ]
+    results = grouped.select(*keys, *window_bounds(size), *finished(plan, F.col), *firing)
+    if plan.lateness and maybe_late:
+        results = results.unionByName(refirings(plan, pairs, on_time, is_open, specs, size))
+    late = recs.where(~is_open).withColumnRenamed(_WM, "watermark").drop(_WS)
     return results, late
+
+
+def window_bounds(size: int) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    start = F.col(_WS)
+    return [start.alias("window_start"), (start + F.lit(size)).alias("window_end")]
+
+
+def finished(plan: WindowPlan, part: Callable[[str], Column]) -> list[Column]:
+    """The aggregates' values from their parts."""
+    return [result(i, a, part) for i, a in enumerate(plan.aggs)]
+
+
+def refirings(
+    plan: WindowPlan,
+    pairs: DataFrame,
+    on_time: Column,
+    is_open: Column,
+    specs: list[tuple[str, Column]],
+    size: int,
+) -> DataFrame:
+    """One result per (record, window) pair that refires its window (allowed lateness):
+    running aggregates over the window's open pairs in the runner's order (arrival,
+    channel, event time, key; a window's on-time records arrive before its refiring
+    ones), with the watermark the record met and its arrival as the trigger time. Only
+    the windows that refire are aggregated: their keys and starts are broadcast (one
+    row per refired window) and select the open pairs."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = [F.col(quote(k)) for k in plan.keys]
+    refired = pairs.where(~on_time & is_open).select(
+        *[F.col(quote(k)).alias(f"__fm_refired{j}") for j, k in enumerate(plan.keys)],
+        F.col(_WS).alias("__fm_refired_ws"),
+    )
+    same = F.col(_WS) == F.col("__fm_refired_ws")
+    for j, k in enumerate(plan.keys):
+        same = same & F.col(quote(k)).eqNullSafe(F.col(f"__fm_refired{j}"))
+    windows = pairs.where(is_open).join(F.broadcast(refired.distinct()), same, "left_semi")
+    channel = [F.col(quote(plan.wm.channel))] if plan.wm.channel not in plan.keys else []
+    order = Window.partitionBy(*keys, F.col(_WS)).orderBy(
+        F.col(ARRIVAL), *channel, F.col(TS), *keys
+    )
+    so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    running = windows.select(
+        *keys,
+        _WS,
+        _WM,
+        ARRIVAL,
+        (~on_time).alias(_REFIRES),
+        *[c.over(so_far).alias(n) for n, c in specs],
+    )
+    return running.where(F.col(_REFIRES)).select(
+        *keys,
+        *window_bounds(size),
+        *finished(plan, F.col),
+        F.col(_WM).alias("watermark"),
+        F.lit(True).alias(REFIRE),
+        F.col(ARRIVAL).alias("trigger_time"),
+    )
 
 
 __all__ = ["native_outputs", "suitable"]

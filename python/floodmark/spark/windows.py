@@ -1,8 +1,7 @@
 """Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
 
-Tumbling windows, and sliding windows without gaps, without lateness and with
-order-free aggregates, are one native aggregation
-(:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
+Tumbling windows, and sliding windows without gaps, with order-free aggregates, are
+native Spark aggregations (:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
 Rust operator: the records are shuffled once by key into ``num_partitions``
 partitions, sorted by arrival inside each, and streamed through one Rust window
 operator per partition (``mapInArrow``): the operator is keyed, so one instance serves

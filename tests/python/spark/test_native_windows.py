@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from floodmark import (
+    EventTimeSessionWindows,
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
     WatermarkStrategy,
@@ -169,10 +170,10 @@ def test_null_event_times_and_string_keys(spark: Any, monkeypatch: pytest.Monkey
     "kw",
     [
         {"aggs": ["count", ("mean", "value")]},
-        {"allowed_lateness": timedelta(milliseconds=5)},
+        {"window": EventTimeSessionWindows.with_gap(MS10)},
         {"window": SlidingEventTimeWindows.of(MS10, timedelta(milliseconds=20))},
     ],
-    ids=["mean", "lateness", "sliding-with-gaps"],
+    ids=["mean", "sessions", "sliding-with-gaps"],
 )
 def test_other_stages_run_the_keyed_operator(spark: Any, kw: dict[str, Any]) -> None:
     rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
@@ -225,8 +226,18 @@ def test_random_streams_give_the_keyed_operators_rows(
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(
         timedelta(milliseconds=rng.choice([0, 5, 30]))
     ).with_idleness(timedelta(milliseconds=50))
-    got = both_paths(spark, stream(rows), monkeypatch, window=window, strategy=strategy)
+    lateness = timedelta(milliseconds=rng.choice([0, 7, 40]))
+    got = both_paths(
+        spark,
+        stream(rows),
+        monkeypatch,
+        window=window,
+        strategy=strategy,
+        allowed_lateness=lateness,
+    )
     assert got["results"] and got["late"] and got["dropped"]
+    if lateness:  # refirings: results with timing "late"
+        assert any(r[-2] == "late" for r in got["results"])
 
 
 def test_a_row_without_channel_never_reaches_the_window_arithmetic(
@@ -323,3 +334,32 @@ def test_column_names_with_dots(spark: Any, monkeypatch: pytest.MonkeyPatch, win
         spark, table, monkeypatch, key="user.id", aggs=["count", ("sum", "a.v")], window=window
     )
     assert sum(r[2 + 1] for r in got["results"]) == len(rows) * (2 if window != TUMBLING else 1)
+
+
+def test_allowed_lateness_refires_with_everything_so_far(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lateness 20 ms on 10 ms windows: records arriving after their window fired, but
+    before the watermark passes its end + 20 ms, refire it with every record so far
+    (on time and refired), in arrival order; later ones are late."""
+    rows = [(c, t, t, t % 2, t) for t in range(0, 300, 3) for c in (0, 1)]
+    rows += [(0, 305, 305, 0, 0), (1, 305, 305, 0, 0)]  # watermark 299 from arrival 310
+    rows += [
+        (0, 281, 400, 1, 7),  # [280, 290): refires with its on-time records
+        (1, 283, 401, 1, None),  # null value: count grows, sum/min/max/first/last skip it
+        (0, 280, 402, 1, -5),  # new first
+        (1, 287, 403, 0, 11),  # other key
+        (0, 291, 404, 5, 3),  # [290, 300), a key without on-time records: a new window
+        (0, 275, 405, 1, 1),  # [270, 280) closed at 279 + 20 = 299: late
+    ]
+    got = both_paths(spark, stream(rows), monkeypatch, allowed_lateness=timedelta(milliseconds=20))
+    refired = sorted(r for r in got["results"] if r[-2] == "late")
+    # (key, start, count, sum, min, max, first, last, watermark, fired_at)
+    assert [(*r[:2], *r[3:9], r[-3], r[-1]) for r in refired] == [
+        (0, 280, 5, 4 * 285 + 11, 11, 288, 282, 288, 299, 403),
+        (1, 280, 3, 2 * 285 + 7, 7, 285, 7, 285, 299, 400),
+        (1, 280, 4, 2 * 285 + 7, 7, 285, 7, 285, 299, 401),
+        (1, 280, 5, 2 * 285 + 2, -5, 285, -5, 285, 299, 402),
+        (5, 290, 1, 3, 3, 3, 3, 3, 299, 404),
+    ]
+    assert [(r[1], r[-1]) for r in got["late"]] == [(275, 299)]
