@@ -36,8 +36,9 @@ the whole pipeline with tumbling windows, all three outputs written, 2.9x an ide
 
 Anything else (sliding windows with gaps or more than
 :data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, ``mean``, float
-values, event times within 2^62 of the ``long`` range's ends, a lateness of 2^62 or
-more, tables too large for constant arrays, Spark Connect) runs the keyed Rust window
+values, event times within 2^62 of the ``long`` range's ends, a lateness of 2^61 or
+more, more than :data:`MAX_REFIRINGS` records that may refire, tables too large for
+constant arrays, Spark Connect) runs the keyed Rust window
 operator (:mod:`.windows`).
 """
 
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
 ORDER_FREE = ("sum", "min", "max", "first", "last")
 #: Event times and watermarks within this bound keep the window arithmetic in range.
 SAFE = 1 << 62
+#: With allowed lateness, the most records that may refire (bounded by the timeline)
+#: for which the windows they refire are broadcast; above it, the keyed operator runs.
+MAX_REFIRINGS = 2_000_000
 #: Most windows per record (``ceil(size / slide)``) that the native path explodes into.
 MAX_WINDOWS_PER_RECORD = 1000
 _WS, _WM, _REFIRES = "__fm_window_start", "__fm_watermark", "__fm_refires"
@@ -97,7 +101,7 @@ def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
         return False
     if -(-size // step) > MAX_WINDOWS_PER_RECORD:
         return False
-    if not 0 <= plan.lateness < SAFE or timeline.event_range is None:
+    if not 0 <= plan.lateness < SAFE >> 1 or timeline.event_range is None:
         return False
     for agg in plan.aggs:
         if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
@@ -146,21 +150,21 @@ def bucket_watermarks(
     return first, watermark_in_force(times, wms, ks, interval)
 
 
-def may_be_late(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> bool:
-    """Whether any record can be late. Window ends grow with event time, so a bucket
-    holds a late record (or a late window of a record) only if the first window of its
-    smallest event time ends at or before the watermark in force for the bucket;
-    without that, no scan is needed for the late output and no lookup for the
+def may_be_late(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> int:
+    """How many records may be late for one of their windows (an upper bound; 0: none).
+    Window ends grow with event time, so a bucket holds such a record only if the first
+    window of its smallest event time ends at or before the watermark in force for the
+    bucket; without any, no scan is needed for the late output and no lookup for the
     results."""
     table = timeline.buckets
     if "min_ts" not in table.column_names:
-        return True
+        return I64_MAX
     buckets = table.column("bucket").to_numpy()
     min_ts = table.column("min_ts").to_numpy().astype(np.int64)
     in_force = watermark_in_force(times, wms, buckets, timeline.plan.interval)
     earliest = min_ts - (sched.size - 1)  # the first window starts here or just after
     ends = earliest + (sched.offset - earliest) % sched.step + (sched.size - 1)
-    return bool(np.any(ends <= in_force))
+    return int(table.column("rows").to_numpy()[ends <= in_force].sum())
 
 
 def native_outputs(
@@ -218,6 +222,8 @@ def native_outputs(
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
     maybe_late = may_be_late(timeline, sched, times, wms)
+    if plan.lateness and maybe_late > MAX_REFIRINGS:
+        return None  # too many windows may refire to broadcast them
     on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
     is_open = max_ts + F.lit(plan.lateness) > F.col(_WM) if maybe_late else F.lit(True)
 

@@ -151,7 +151,8 @@ class Timeline:
             (``active``/``idle``), ``min_channel`` (the channel value holding the minimum).
         buckets: one row per non-empty ``(channel, bucket)``: ``channel``, ``bucket``,
             ``channel_watermark`` and ``watermark`` in force for records of that bucket
-            (and the bucket's smallest event time ``min_ts`` when aggregated).
+            (and the bucket's smallest event time ``min_ts`` and its number of records
+            ``rows`` when aggregated).
         channels: the channel values, in the order of the valve's channel indexes.
         emissions: every channel's own output (deduplicated as Flink's
             ``WatermarkToDataOutput`` does): ``channel`` (value), ``time``, ``kind``
@@ -272,7 +273,7 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
             "bucket": pa.array(buckets),
             "channel_watermark": pa.array(channel_wm),
             "watermark": pa.array(wm_in_force),
-            **({"min_ts": agg.column("min_ts")} if "min_ts" in agg.column_names else {}),
+            **{c: agg.column(c) for c in ("min_ts", "rows") if c in agg.column_names},
         }
     )
     emitted = pa.table(
@@ -313,7 +314,8 @@ def error_reason(plan: WatermarkPlan) -> Column:
 
 def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, event_range: bool = False) -> pa.Table:
     """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts``, and
-    ``min_ts`` with ``event_range`` (the window stage needs the event-time range)."""
+    ``min_ts`` and ``rows`` with ``event_range`` (the window stage needs the event-time
+    range and which buckets can hold late records)."""
     from pyspark.sql import functions as F
 
     agg = (
@@ -324,7 +326,10 @@ def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, event_range: bool = Fal
             plan.event_time.ticks().alias("ts"),
         )
         .groupBy("channel", plan.bucket("arrival").alias("bucket"))
-        .agg(F.max("ts").alias("max_ts"), *([F.min("ts").alias("min_ts")] if event_range else []))
+        .agg(
+            F.max("ts").alias("max_ts"),
+            *([F.min("ts").alias("min_ts"), F.count("*").alias("rows")] if event_range else []),
+        )
     )
     return agg.toArrow()
 

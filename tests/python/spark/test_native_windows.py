@@ -1,8 +1,9 @@
-"""Tumbling and sliding windows without lateness run as one native aggregation
-(floodmark.spark.native_windows); everything else runs the keyed Rust operator. Both
-must give the same three outputs, row for row, on the cases where the native
-arithmetic could go wrong: wrapping sums, first/last ties and nulls, negative event
-times, no watermark at all, late records, rows the table lacks."""
+"""Tumbling and sliding windows (with or without allowed lateness) run as native Spark
+aggregations (floodmark.spark.native_windows); everything else runs the keyed Rust
+operator. Both must give the same three outputs, row for row, on the cases where the
+native arithmetic could go wrong: wrapping sums, first/last ties and nulls, negative
+event times, no watermark at all, late records, refirings, null and composite keys,
+rows the table lacks."""
 
 from __future__ import annotations
 
@@ -363,3 +364,39 @@ def test_allowed_lateness_refires_with_everything_so_far(
         (5, 290, 1, 3, 3, 3, 3, 3, 299, 404),
     ]
     assert [(r[1], r[-1]) for r in got["late"]] == [(275, 299)]
+
+
+def test_refirings_with_null_and_composite_keys_and_the_channel_as_a_key(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows: list[Any] = [(c, t, t, t % 2 or None, t) for t in range(0, 300, 3) for c in (0, 1)]
+    rows += [(0, 305, 305, 0, 0), (1, 305, 305, 0, 0)]  # watermark 299 from arrival 310
+    rows += [(0, 281, 400, None, 7), (1, 283, 401, None, 8), (0, 284, 402, 1, 9)]
+    got = both_paths(
+        spark,
+        stream(rows),
+        monkeypatch,
+        key=["key", "partition"],
+        allowed_lateness=timedelta(milliseconds=20),
+    )
+    # (key, partition, window start) -> count: [280, 290) holds 282 and 288 (null key)
+    # and 285 (key 1) from each channel on time
+    refired = {r[:3]: r[4] for r in got["results"] if r[-2] == "late"}
+    assert refired == {(None, 0, 280): 3, (None, 1, 280): 3, (1, 0, 280): 2}
+
+
+@pytest.mark.parametrize("case", ["huge-lateness", "many-refirings"])
+def test_lateness_falls_back_to_the_keyed_operator(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
+    rows += [(0, 10, 150, 1, 1)]
+    kw: dict[str, Any] = {"allowed_lateness": timedelta(milliseconds=20)}
+    if case == "huge-lateness":  # 2^61 ns: max timestamp + lateness could overflow
+        kw = {"allowed_lateness": timedelta(microseconds=2**61 // 1000 + 1)}
+        kw["event_time_unit"] = "ns"
+    else:
+        monkeypatch.setattr(native_windows, "MAX_REFIRINGS", 0)
+    out = run(spark, stream(rows), **kw)
+    assert out.cached is not None
+    out.unpersist()
