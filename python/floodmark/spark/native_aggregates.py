@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 Agg = str | tuple[str, str]
 Parts = Callable[[str], "Column"]  # part name -> its column
 
+#: Aggregates of a column whose result does not depend on the order of addition.
+ORDER_FREE = ("sum", "min", "max", "first", "last")
 _LOW32 = 0xFFFFFFFF
 
 
@@ -35,13 +37,13 @@ def part_names(i: int, agg: Agg) -> list[str]:
     return [f"__fm_part{i}_{k}" for k in range(n)]
 
 
-def parts(plan: WindowPlan, agg: Agg) -> list[Column]:
-    """An aggregate's parts as aggregate expressions, unnamed (for ``agg`` or ``over``,
-    in the order of :func:`part_names`)."""
+def parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
+    """The ``i``-th aggregate's parts: ``(name, aggregate expression)``, the expression
+    unnamed so that it serves ``agg`` and ``over`` alike."""
     from pyspark.sql import functions as F
 
     if isinstance(agg, str):  # "count"
-        return [F.count(F.lit(1))]
+        return list(zip(part_names(i, agg), [F.count(F.lit(1))], strict=True))
     func, column = agg
     value = F.col(quote(column)).cast("bigint")
     if func == "sum":
@@ -53,7 +55,7 @@ def parts(plan: WindowPlan, agg: Agg) -> list[Column]:
             value.isNotNull(), F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)))
         )
         cols = [F.min_by(value, order) if func == "first" else F.max_by(value, order)]
-    return cols
+    return list(zip(part_names(i, agg), cols, strict=True))
 
 
 def result(i: int, agg: Agg, p: Parts) -> Column:
@@ -70,4 +72,4 @@ def result(i: int, agg: Agg, p: Parts) -> Column:
     return out.alias(agg_name(agg))
 
 
-__all__ = ["part_names", "parts", "result"]
+__all__ = ["ORDER_FREE", "part_names", "parts", "result"]

@@ -52,7 +52,7 @@ import numpy as np
 
 from floodmark.spark.columns import quote
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
-from floodmark.spark.native_aggregates import part_names, parts, result
+from floodmark.spark.native_aggregates import ORDER_FREE, parts, result
 from floodmark.spark.timeline import Timeline, valid_rows, watermark_in_force
 from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
@@ -60,8 +60,6 @@ from floodmark.time import I64_MAX, I64_MIN
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-#: Aggregates whose result does not depend on the order records are added in.
-ORDER_FREE = ("sum", "min", "max", "first", "last")
 #: Event times and watermarks within this bound keep the window arithmetic in range.
 SAFE = 1 << 62
 #: With allowed lateness, the most records that may refire (bounded by the timeline)
@@ -94,20 +92,28 @@ def grid(plan: WindowPlan) -> tuple[str, int, int, int]:
     return kind, size, slide if kind == "sliding" else size, offset
 
 
-def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
-    """Whether the stage's outputs follow from the timeline alone (see module doc)."""
+def candidate(plan: WindowPlan) -> bool:
+    """Whether the stage may run natively, by its parameters alone (the timeline then
+    aggregates what :func:`suitable` and :func:`late_bound` need)."""
     kind, size, step, _ = grid(plan)
     if kind not in ("tumbling", "sliding") or step > size:  # gaps: records in no window
         return False
-    if -(-size // step) > MAX_WINDOWS_PER_RECORD:
+    if -(-size // step) > MAX_WINDOWS_PER_RECORD or size >= SAFE >> 2:
         return False
-    if not 0 <= plan.lateness < SAFE >> 1 or timeline.event_range is None:
+    if not 0 <= plan.lateness < SAFE >> 1:
         return False
-    for agg in plan.aggs:
-        if agg != "count" and (agg[0] not in ORDER_FREE or plan.values[agg[1]] != "bigint"):
-            return False
+    return all(
+        agg == "count" or (agg[0] in ORDER_FREE and plan.values[agg[1]] == "bigint")
+        for agg in plan.aggs
+    )
+
+
+def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
+    """Whether the stage's outputs follow from the timeline alone (see module doc)."""
+    if not candidate(plan) or timeline.event_range is None:
+        return False
     low, high = timeline.event_range
-    return low > -SAFE and high < SAFE and size < SAFE >> 2
+    return low > -SAFE and high < SAFE
 
 
 def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule | None:
@@ -150,7 +156,7 @@ def bucket_watermarks(
     return first, watermark_in_force(times, wms, ks, interval)
 
 
-def may_be_late(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> int:
+def late_bound(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> int:
     """How many records may be late for one of their windows (an upper bound; 0: none).
     Window ends grow with event time, so a bucket holds such a record only if the first
     window of its smallest event time ends at or before the watermark in force for the
@@ -221,7 +227,7 @@ def native_outputs(
     max_ts = F.col(_WS) + F.lit(size - 1)
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
-    maybe_late = may_be_late(timeline, sched, times, wms)
+    maybe_late = late_bound(timeline, sched, times, wms)
     if plan.lateness and maybe_late > MAX_REFIRINGS:
         return None  # too many windows may refire to broadcast them
     on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
@@ -236,11 +242,7 @@ def native_outputs(
             F.col(_WS) > ts - F.lit(size)
         )
     keys = [F.col(quote(k)) for k in plan.keys]
-    specs = [
-        (n, c)
-        for i, a in enumerate(plan.aggs)
-        for n, c in zip(part_names(i, a), parts(plan, a), strict=True)
-    ]
+    specs = [part for i, a in enumerate(plan.aggs) for part in parts(plan, i, a)]
     grouped = pairs.where(on_time).groupBy(*keys, F.col(_WS)).agg(*[c.alias(n) for n, c in specs])
     index = F.expr(f"CAST(({_WS} - ({sched.low})) div {step} AS INT)")
     at_end = max_ts > F.lit(sched.last_watermark)
@@ -324,4 +326,4 @@ def refirings(
     )
 
 
-__all__ = ["native_outputs", "suitable"]
+__all__ = ["candidate", "native_outputs", "suitable"]

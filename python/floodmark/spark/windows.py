@@ -1,12 +1,12 @@
 """Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
 
 Tumbling windows, and sliding windows without gaps, with order-free aggregates, are
-native Spark aggregations (:mod:`floodmark.spark.native_windows`). Everything else runs the keyed
-Rust operator: the records are shuffled once by key into ``num_partitions``
-partitions, sorted by arrival inside each, and streamed through one Rust window
-operator per partition (``mapInArrow``): the operator is keyed, so one instance serves
-every key of its partition, in arrival order, exactly as Flink's keyed WindowOperator
-does. The compact timeline travels with the function; its watermark advances are
+native Spark aggregations (:mod:`floodmark.spark.native_windows`). Everything else
+runs the keyed Rust operator: the records are shuffled once by key into
+``num_partitions`` partitions, sorted by arrival inside each, and streamed through one
+Rust window operator per partition (``mapInArrow``): the operator is keyed, so one
+instance serves every key of its partition, in arrival order, exactly as Flink's keyed
+WindowOperator does. The compact timeline travels with the function; its watermark advances are
 placed between the records by arrival time (an advance at time ``t`` comes after every
 record with ``arrival <= t``). Only the columns the stage needs cross into Python:
 keys, event time, arrival, channel and the aggregated values. The three outputs come
@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import key_column, quote, value_column
-from floodmark.spark.native_windows import native_outputs
+from floodmark.spark.native_windows import candidate, native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.timeline import (
     Timeline,
@@ -260,7 +260,7 @@ def window_aggregate(
     )
     check_window(window, wm_plan.event_time.unit)
 
-    timeline = compute_timeline(df, wm_plan, event_range=True)
+    timeline = compute_timeline(df, wm_plan, event_range=candidate(plan))
     times, wms = timeline.advances()
     native = native_outputs(df, plan, timeline, times, wms)
     if native is not None:
