@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import key_column, quote
 from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
@@ -79,6 +80,7 @@ def window_starts(ts: Column, size: int, slide: int, offset: int) -> Column:
     return F.explode(F.filter(starts, lambda s: s > ts - F.lit(size)))
 
 
+@without_call_sites
 def analyze_bounds(
     df: DataFrame,
     *,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import quote, schema_error
 from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
@@ -56,6 +57,7 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
     )
 
 
+@without_call_sites
 def assign_watermarks(
     df: DataFrame,
     strategy: WatermarkStrategy,
@@ -112,6 +114,7 @@ def assign_watermarks(
     return apply_timeline(df, compute_timeline(df, plan))
 
 
+@without_call_sites
 def watermark_timeline(
     df: DataFrame,
     strategy: WatermarkStrategy,

@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
 from floodmark.time import TICKS_PER_SECOND, to_ticks
 
@@ -44,6 +45,7 @@ def floor_div(column: Column, divisor: int) -> Column:
     return F.floor(column.cast("decimal(38,0)") / F.lit(divisor)).cast("bigint")
 
 
+@without_call_sites
 def spark_global_watermark_late(
     df: DataFrame,
     *,

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import key_column, quote, value_column
 from floodmark.spark.native_windows import candidate, native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
@@ -183,6 +184,7 @@ def make_runner(
     return run
 
 
+@without_call_sites
 def window_aggregate(
     df: DataFrame,
     strategy: WatermarkStrategy,
