@@ -3,10 +3,13 @@ constant arrays in the plan, a join on one bigint key, or a join on the pair."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from floodmark import WatermarkStrategy
@@ -74,3 +77,24 @@ def test_lookup_reads_each_records_row(
         # the two passes; the per-bucket value is then still the one in force.
         want[2] = (None, None)
     assert {i: (b, s) for i, b, s in rows} == want
+
+
+def test_constant_arrays_read_once_per_record(spark: Any, tmp_path: Path) -> None:
+    # per_slot has empty slots (read back as null): the check for them must not read
+    # the array a second time (Spark would evaluate nullif's argument twice). From
+    # Parquet: Spark evaluates projections over in-memory rows while optimizing.
+    pq.write_table(RECORDS, tmp_path / "records.parquet")
+    df, plan = make_plan(
+        spark.read.parquet(str(tmp_path / "records.parquet")),
+        WatermarkStrategy.for_monotonous_timestamps(),
+        event_time="ts",
+        channel="channel",
+        arrival="arrival",
+        emit_interval=timedelta(milliseconds=200),
+        event_time_unit=None,
+        arrival_unit=None,
+    )
+    joined = lookup.join_buckets(df, plan, TABLE)
+    optimized = joined._jdf.queryExecution().optimizedPlan().toString()
+    assert len(re.findall(r"\]\[cast\(", optimized)) == 2  # one read per value column
+    assert " null else per_slot" in optimized  # and the empty slots still read as null
