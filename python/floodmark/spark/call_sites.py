@@ -1,19 +1,22 @@
-"""PySpark's call-site capture, off while floodmark builds its plans.
+"""PySpark's call-site capture, off while a floodmark function runs.
 
 PySpark 4 wraps every function of ``pyspark.sql.functions`` and every DataFrame method
 so that it records its caller's file and line for error messages: a walk up the stack,
-an attempted ``import IPython`` and three calls into the JVM each time, ~2.5 ms per
+an attempted ``import IPython`` and several calls into the JVM each time, ~2.5 ms per
 ``F.col`` against ~0.4 ms without. floodmark builds a few hundred expressions per call,
-and the call site recorded for them would be floodmark's own code, not the user's.
-So while a floodmark function builds its plan the capture is off; the user's own
-DataFrame code keeps it (``spark.python.sql.dataFrameDebugging.enabled`` is left as
-the user set it). Measured on the benchmark's ``window_aggregate``: building the native
-plan takes ~0.1 s instead of ~0.2 s.
+and the call site recorded for them (at PySpark's default depth,
+``spark.sql.stackTracesInDataFrameContext=1``) would be floodmark's own code, not the
+user's. So while a floodmark function runs (building its plans, and running the
+timeline job where it has one) the capture is off; the user's own DataFrame code keeps
+it (``spark.python.sql.dataFrameDebugging.enabled`` is left as the user set it).
+Measured on the benchmark's ``window_aggregate``: building the native plan takes ~0.1 s
+instead of ~0.2 s.
 
 The switch is PySpark's cached value of that setting (a module global). Where that is
 missing (another PySpark version), nothing changes. While one thread is inside a
 floodmark function, other threads of the process build their DataFrames without the
-capture too; they lose only the call site in their error messages.
+capture too (for seconds, on large inputs, while the timeline job runs); they lose
+only the call site in their error messages.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ cheapest that fits:
   indexed by the slot, or by the bucket alone when the column is the same for every
   channel of a bucket (the combined watermark is). One array read per record: no
   join, and no table shipped from Python and broadcast, which alone cost 0.8-1.3 s
-  for 288k rows. ``explain()`` shows each array as ``UnsafeArrayData@...``
-  (:func:`floodmark.spark.watermark_timeline` shows the values).
+  for 288k rows. ``explain()`` shows each array as ``UnsafeArrayData@...`` (the values
+  only with the ``lit`` fallback; :func:`floodmark.spark.watermark_timeline` shows
+  them).
 * Larger tables are broadcast and joined on the slot as one ``bigint`` key: Spark builds
   a long-keyed hash relation (an array lookup when the keys are dense) and probes it
   without hashing a row per record.
@@ -28,7 +29,7 @@ their offset from a second broadcast join against the distinct channels, tiny.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -90,11 +91,11 @@ def constant_array(spark: SparkSession, values: np.ndarray) -> Column | None:
     buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
     longs = gateway.new_array(jvm.long, len(values))
     buffer.asLongBuffer().get(longs)
-    literal = unsafe_literal(jvm, longs)
+    literal = primitive_array_literal(jvm, longs)
     return literal if literal is not None else Column(jvm.org.apache.spark.sql.functions.lit(longs))
 
 
-def unsafe_literal(jvm: Any, longs: Any) -> Column | None:
+def primitive_array_literal(jvm: Any, longs: Any) -> Column | None:
     """The ``long[]`` as a literal of Spark's contiguous ``UnsafeArrayData``, elements
     not null: a read is one load, where ``functions.lit`` makes a ``GenericArrayData``
     of boxed, nullable longs (a null check and an unboxing per read; the constant-array
@@ -128,6 +129,14 @@ def scatter(
     return spread, known
 
 
+class ConstantLookup(NamedTuple):
+    """How to read one value column from its constant array."""
+
+    read: Callable[[Column], Column]  # index -> the stored value
+    by_bucket: bool  # indexed by bucket (else by slot)
+    empty_marker: int | None  # the stored value of empty slots; None: none is empty
+
+
 def constant_lookup(
     spark: SparkSession,
     column: pa.ChunkedArray,
@@ -135,11 +144,9 @@ def constant_lookup(
     row_slot: np.ndarray,
     rows: int,
     span: int,
-) -> tuple[Callable[[Column], Column], bool, int | None] | None:
-    """``(index -> stored value, indexed by bucket?, the value marking empty slots)`` for
-    one value column: by bucket when the column is the same for every channel of a
-    bucket, else by slot; the marker is None when every slot holds a value. None
-    without a JVM gateway."""
+) -> ConstantLookup | None:
+    """The lookup of one value column: by bucket when the column is the same for every
+    channel of a bucket, else by slot. None without a JVM gateway."""
     from pyspark.sql import functions as F
 
     values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -157,7 +164,8 @@ def constant_lookup(
     array = constant_array(spark, np.where(known, spread, empty))
     if array is None:
         return None
-    return lambda index: F.get(array, index), by_bucket, None if known.all() else empty
+    marker = None if known.all() else empty
+    return ConstantLookup(lambda index: F.get(array, index), by_bucket, marker)
 
 
 def constant_columns(
@@ -193,8 +201,9 @@ def constant_columns(
         )
         if found is None:
             return None
-        read, by_bucket, markers[v] = found
-        looked_up.append(F.when(inside, read(bucket.cast("int") if by_bucket else slot)).alias(v))
+        index = bucket.cast("int") if found.by_bucket else slot
+        looked_up.append(F.when(inside, found.read(index)).alias(v))
+        markers[v] = found.empty_marker
     stored = recs.select("*", *looked_up).drop(_ARRIVAL, _BUCKET, _OFFSET)
     if all(m is None for m in markers.values()):
         return stored

@@ -52,7 +52,7 @@ def test_lookup_reads_each_records_row(
     spark: Any, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if layout == "constant-lit":  # the fallback when Catalyst's classes are not there
-        monkeypatch.setattr(lookup, "unsafe_literal", lambda jvm, longs: None)
+        monkeypatch.setattr(lookup, "primitive_array_literal", lambda jvm, longs: None)
     elif layout != "constant":
         monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
     if layout == "pair-join":
@@ -98,12 +98,13 @@ def test_constant_arrays_read_once_per_record(spark: Any, tmp_path: Path) -> Non
     )
     joined = lookup.join_buckets(df, plan, TABLE)
     optimized = joined._jdf.queryExecution().optimizedPlan().toString()
-    # One read per value column, of a contiguous array (not boxed longs).
+    # One read per value column, of a contiguous array (not boxed longs). Relies on how
+    # Spark prints a literal (its Java toString) indexed by an ordinal: `literal[index]`.
     assert len(re.findall(r"UnsafeArrayData@[0-9a-f]+\[cast\(", optimized)) == 2
     assert " null else per_slot" in optimized  # and the empty slots still read as null
 
 
-def test_unsafe_literal_falls_back_without_catalyst_classes() -> None:
+def test_primitive_array_literal_falls_back_without_catalyst_classes() -> None:
     class Package:  # what py4j gives for a class the JVM does not have
         def __getattr__(self, name: str) -> Package:
             return self
@@ -111,4 +112,4 @@ def test_unsafe_literal_falls_back_without_catalyst_classes() -> None:
         def __call__(self, *args: Any) -> Any:
             raise TypeError("'JavaPackage' object is not callable")
 
-    assert lookup.unsafe_literal(Package(), None) is None
+    assert lookup.primitive_array_literal(Package(), None) is None
