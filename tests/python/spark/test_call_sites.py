@@ -69,6 +69,14 @@ def test_public_functions_capture_no_call_site(spark: Any, captured: list[str], 
     assert utils._enable_debugging_cache is True
 
 
+def test_setting_restored_when_a_public_function_rejects_its_input(
+    spark: Any, captured: list[str]
+) -> None:
+    with pytest.raises(Exception, match="no_such_column"):
+        window_aggregate(events(spark), STRATEGY, WINDOW, key="no_such_column", **COLS)
+    assert utils._enable_debugging_cache is True
+
+
 def test_user_code_keeps_its_call_sites(spark: Any, captured: list[str]) -> None:
     out = PUBLIC["window_aggregate"](events(spark))
     captured.clear()

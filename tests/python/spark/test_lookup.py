@@ -47,6 +47,21 @@ WANT = {
 }
 
 
+def looked_up(records: Any) -> Any:
+    """``records`` (RECORDS as a DataFrame) with the values of TABLE."""
+    df, plan = make_plan(
+        records,
+        WatermarkStrategy.for_monotonous_timestamps(),
+        event_time="ts",
+        channel="channel",
+        arrival="arrival",
+        emit_interval=timedelta(milliseconds=200),
+        event_time_unit=None,
+        arrival_unit=None,
+    )
+    return lookup.join_buckets(df, plan, TABLE)
+
+
 @pytest.mark.parametrize("layout", ["constant", "constant-lit", "key-join", "pair-join"])
 def test_lookup_reads_each_records_row(
     spark: Any, layout: str, monkeypatch: pytest.MonkeyPatch
@@ -57,17 +72,7 @@ def test_lookup_reads_each_records_row(
         monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
     if layout == "pair-join":
         monkeypatch.setattr(lookup, "MAX_KEYS", 1)
-    df, plan = make_plan(
-        spark.createDataFrame(RECORDS),
-        WatermarkStrategy.for_monotonous_timestamps(),
-        event_time="ts",
-        channel="channel",
-        arrival="arrival",
-        emit_interval=timedelta(milliseconds=200),
-        event_time_unit=None,
-        arrival_unit=None,
-    )
-    got = lookup.join_buckets(df, plan, TABLE).toArrow().sort_by("id")
+    got = looked_up(spark.createDataFrame(RECORDS)).toArrow().sort_by("id")
     assert got.column_names == [*RECORDS.column_names, "per_bucket", "per_slot"]
     columns = (got[c].to_pylist() for c in ("id", "per_bucket", "per_slot"))
     rows = zip(*columns, strict=True)
@@ -86,17 +91,7 @@ def test_constant_arrays_read_once_per_record(spark: Any, tmp_path: Path) -> Non
     # the array a second time (Spark would evaluate nullif's argument twice). From
     # Parquet: Spark evaluates projections over in-memory rows while optimizing.
     pq.write_table(RECORDS, tmp_path / "records.parquet")
-    df, plan = make_plan(
-        spark.read.parquet(str(tmp_path / "records.parquet")),
-        WatermarkStrategy.for_monotonous_timestamps(),
-        event_time="ts",
-        channel="channel",
-        arrival="arrival",
-        emit_interval=timedelta(milliseconds=200),
-        event_time_unit=None,
-        arrival_unit=None,
-    )
-    joined = lookup.join_buckets(df, plan, TABLE)
+    joined = looked_up(spark.read.parquet(str(tmp_path / "records.parquet")))
     optimized = joined._jdf.queryExecution().optimizedPlan().toString()
     # One read per value column, of a contiguous array (not boxed longs). Relies on how
     # Spark prints a literal (its Java toString) indexed by an ordinal: `literal[index]`.
