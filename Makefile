@@ -57,7 +57,7 @@ fmt:  ## format Rust and Python
 bench:  ## criterion benches of the Rust hot paths
 	cargo bench
 
-bench-spark: develop  ## Spark pipeline vs identity mapInArrow vs native window count (10M rows)
+bench-spark: develop  ## Spark pipeline vs identity mapInArrow, native window count and native floor (10M rows)
 	$(PY) benches/spark_pipeline.py
 
 demo: develop  ## the main job: `floodmark demo` on local Spark, writes a report folder
