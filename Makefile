@@ -68,4 +68,4 @@ wheel:  ## build a release abi3 wheel into dist/
 
 clean:  ## remove build outputs and the venv
 	cargo clean
-	rm -rf $(VENV) dist
+	rm -rf $(VENV) dist build/wheel-venv

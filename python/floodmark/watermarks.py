@@ -171,8 +171,10 @@ def drive(
         arrival: arrival (processing) times in ticks, non-decreasing.
         emit_interval: the periodic-emission interval (Flink's
             ``autoWatermarkInterval``), a ``timedelta`` or ticks.
-        start: first time of the emission grid (default: the first arrival).
-        until: last time of the emission grid (default: the last arrival).
+        start: the grid starts at the first multiple of the interval at or after it
+            (default: the first arrival).
+        until: the grid ends at the first multiple of the interval at or after it
+            (default: the last arrival).
         unit: the tick unit of all times and durations.
         marker: for punctuated strategies, the watermark carried by each record
             (nullable).

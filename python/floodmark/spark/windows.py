@@ -41,7 +41,7 @@ from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
 
@@ -285,7 +285,7 @@ def window_aggregate(
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
-    parts = num_partitions or df.sparkSession.sparkContext.defaultParallelism
+    parts = num_partitions or default_partitions(df.sparkSession)
     # The documented order (arrival, channel, event time, key); the channel is sent
     # unless it is a key (as a value column, if it is one).
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
@@ -306,6 +306,16 @@ def window_aggregate(
         timeline=timeline,
         cached=cached,
     )
+
+
+def default_partitions(spark: SparkSession) -> int:
+    """Spark's default parallelism; a Spark Connect session has no ``SparkContext`` to
+    ask (its attribute error is an ``AttributeError``), so there the SQL shuffle
+    partitions."""
+    context = getattr(spark, "sparkContext", None)
+    if context is not None:
+        return int(context.defaultParallelism)
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
 
 
 def check_window(window: Any, unit: str) -> None:
