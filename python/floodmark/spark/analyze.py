@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import key_column, quote
+from floodmark.spark.columns import column_names, key_column, quote
 from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
     bucket_aggregate,
@@ -105,6 +105,11 @@ def analyze_bounds(
     """
     from pyspark.sql import functions as F
 
+    for name, given in (("bounds", bounds), ("idle_timeouts", idle_timeouts)):
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence) or not given:
+            raise InvalidParameterError(
+                f"invalid parameter `{name}`: expected a non-empty list, got {given!r}"
+            )
     df, base = make_plan(
         df,
         WatermarkStrategy.for_monotonous_timestamps(),
@@ -115,22 +120,36 @@ def analyze_bounds(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    keys = [key] if isinstance(key, str) else list(key)
+    keys = column_names(key, "key")
     for k in keys:
         key_column(df, k, "key")
     ev, arr = base.event_time, base.arrival
     b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
-    if not b_ticks or min(b_ticks) < 0:
-        raise InvalidParameterError("invalid parameter `bounds`: give bounds >= 0")
+    if min(b_ticks) < 0 or max(b_ticks) >= 1 << 62:
+        raise InvalidParameterError(
+            "invalid parameter `bounds`: give bounds >= 0 and under 2^62 ticks of the "
+            "event-time unit"
+        )
+    per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
+    try:
+        bound_durations = [seconds(b / per_ev) for b in b_ticks]
+    except OverflowError:
+        raise InvalidParameterError(
+            "invalid parameter `bounds`: a bound is too large to report as a timedelta"
+        ) from None
     size, slide, offset = window_grid(window, ev.unit)
-    agg = bucket_aggregate(df, base)
-    curves = []
-    lookup = None
-    for j, idle in enumerate(idle_timeouts):
+    plans = []
+    for idle in idle_timeouts:
         strategy = WatermarkStrategy.for_monotonous_timestamps()
         if idle is not None:
             strategy = strategy.with_idleness(idle)
-        plan = dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
+        plans.append(
+            dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
+        )
+    agg = bucket_aggregate(df, base)
+    curves = []
+    lookup = None
+    for j, plan in enumerate(plans):
         tl = timeline_from_buckets(agg, plan)
         times, wms = tl.advances()
         curves.append((times, wms))
@@ -171,7 +190,6 @@ def analyze_bounds(
         .toArrow()
     )
     ends = counts["end"].to_numpy().astype(np.int64)
-    per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
     rows: dict[str, list[Any]] = {
         k: []
         for k in (
@@ -199,11 +217,11 @@ def analyze_bounds(
             fired_at = times[np.minimum(at, max(len(times) - 1, 0))] if len(times) else ends
             delay = (fired_at * (fine // per_arr) - ends * (fine // per_ev)) / fine
             w_on = np.where(fired, weight, 0)
-            late = int(late_row[f"late_{j}_{i}"])
+            late = int(late_row[f"late_{j}_{i}"] or 0)  # a sum over no rows is null
             rows["idle_timeout"].append(
                 None if idle is None else seconds(to_ticks(idle, arr.unit, "idle") / per_arr)
             )
-            rows["bound"].append(seconds(b / per_ev))
+            rows["bound"].append(bound_durations[i])
             rows["late_fraction"].append(late / n if n else 0.0)
             rows["late"].append(late)
             rows["records"].append(n)
@@ -211,6 +229,8 @@ def analyze_bounds(
             rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
             rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
             rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
+    if arrival is None:
+        df.unpersist()  # the row-ordered input: every job that needs it has run
     durations = {"idle_timeout", "bound"}
     return pa.table(
         {

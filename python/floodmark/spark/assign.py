@@ -99,7 +99,10 @@ def assign_watermarks(
         force when it arrived), ``is_late`` (``event time <= watermark``) and ``error``
         (why a row could not be placed: ``null_event_time``, ``null_arrival`` or
         ``null_channel``; null otherwise). Watermarks are in the event-time column's
-        type; null means "no watermark yet" for timestamp columns.
+        type; null means "no watermark yet" for timestamp columns. Without ``arrival``,
+        the input with its row-order arrival is cached (every job must see the same
+        order) and stays cached for the result; ``spark.catalog.clearCache()`` releases
+        it once the result is written.
     """
     df, plan = make_plan(
         df,
@@ -140,4 +143,7 @@ def watermark_timeline(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    return compute_timeline(df, plan).to_dataframe(df.sparkSession)
+    timeline = compute_timeline(df, plan).to_dataframe(df.sparkSession)
+    if arrival is None:
+        df.unpersist()  # the row-ordered input: the timeline no longer needs it
+    return timeline

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from floodmark.exceptions import SchemaError
+from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.time import check_unit
 
 if TYPE_CHECKING:
@@ -66,6 +66,18 @@ def schema_error(name: str, message: str) -> SchemaError:
     err = SchemaError(f"invalid input `{name}`: {message}")
     err.column = name
     return err
+
+
+def column_names(value: object, parameter: str) -> list[str]:
+    """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
+    anything else (a ``Column`` object, say: floodmark takes names)."""
+    names = [value] if isinstance(value, str) else value
+    if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+        return list(names)
+    raise InvalidParameterError(
+        f"invalid parameter `{parameter}`: expected a column name (str) or a list of "
+        f"them, got {type(value).__name__}"
+    )
 
 
 def quote(name: str) -> str:

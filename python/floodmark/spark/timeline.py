@@ -26,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import I64_MIN, Duration, to_ticks
+from floodmark.time import I64_MAX, I64_MIN, Duration, to_ticks
 from floodmark.watermarks import combine, drive
 
 if TYPE_CHECKING:
@@ -119,6 +119,16 @@ def make_plan(
     :mod:`floodmark.spark.arrival`) and the plan."""
     from floodmark.spark.arrival import with_default_arrival
 
+    if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
+        raise InvalidParameterError(
+            f"invalid parameter `df`: expected a pyspark DataFrame, got {type(df).__name__}"
+        )
+    for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
+        if name is not None and not isinstance(name, str):
+            raise InvalidParameterError(
+                f"invalid parameter `{parameter}`: expected a column name (str), "
+                f"got {type(name).__name__}"
+            )
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     name = event_time or (strategy.timestamp_column if strategy else None)
     if name is None:
@@ -181,8 +191,13 @@ class Timeline:
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The timeline as a DataFrame, times and watermarks in the input's types."""
         from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
 
-        df = spark.createDataFrame(self.table.to_pandas())
+        # The schema is given: Spark cannot infer one from a timeline with no rows
+        # (an empty input, or a strategy that never emits a watermark).
+        df = spark.createDataFrame(
+            self.table.to_pandas(), schema=from_arrow_schema(self.table.schema)
+        )
         return df.select(
             self.plan.arrival.from_ticks(F.col("time")).alias("time"),
             self.plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
@@ -227,7 +242,30 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
                 "min_channel": pa.array([], agg.schema.field("channel").type),
             }
         )
-        return Timeline(plan, empty, agg.select(["channel", "bucket"]), [])
+        none = pa.array([], pa.int64())
+        # No placeable record (an empty input, or every row null somewhere): the same
+        # columns as ever, with no rows, so every stage after this one runs unchanged.
+        bucket_table = pa.table(
+            {
+                "channel": agg.column("channel"),
+                "bucket": agg.column("bucket"),
+                "channel_watermark": none,
+                "watermark": none,
+                **{c: agg.column(c) for c in ("min_ts", "rows") if c in agg.column_names},
+            }
+        )
+        return Timeline(plan, empty, bucket_table, [])
+    # The grid times around the buckets ((bucket - 1) * interval ... (bucket + 1) * interval)
+    # must be longs: arrivals that close to the range's ends cannot be placed.
+    if (int(buckets.min()) - 1) * interval < I64_MIN or (
+        int(buckets.max()) + 1
+    ) * interval > I64_MAX:
+        err = InvalidInputError(
+            f"invalid input `{plan.arrival.name}`: arrival times within one emit interval "
+            "of the 64-bit range's ends cannot be placed on the emission grid"
+        )
+        err.column = plan.arrival.name
+        raise err
     # Channel boundaries in the sorted rows.
     changed = pc.not_equal(chan.slice(1), chan.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     starts = [0, *(np.flatnonzero(changed) + 1).tolist(), n]

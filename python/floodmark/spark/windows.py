@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import key_column, quote, value_column
+from floodmark.spark.columns import column_names, key_column, quote, value_column
 from floodmark.spark.native_windows import candidate, native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.timeline import (
@@ -63,6 +63,9 @@ class WindowedOutput:
             or ``no_window`` (a record in no window, not yet late: Flink drops it
             silently; floodmark reports it).
         timeline: the combined watermark timeline that drove the windows.
+        cached: the keyed operator's cached run (None on the native path).
+        ordered_input: without an arrival column, the input with its row-order arrival,
+            cached so that every job sees the same order (None otherwise).
     """
 
     results: DataFrame
@@ -70,11 +73,14 @@ class WindowedOutput:
     dropped: DataFrame
     timeline: Timeline
     cached: DataFrame | None
+    ordered_input: DataFrame | None = None
 
     def unpersist(self) -> None:
-        """Release the cached run behind the three DataFrames (if there is one)."""
-        if self.cached is not None:
-            self.cached.unpersist()
+        """Release what floodmark cached behind the three DataFrames: the keyed
+        operator's run and the row-ordered input (once the outputs are written)."""
+        for frame in (self.cached, self.ordered_input):
+            if frame is not None:
+                frame.unpersist()
 
 
 def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
@@ -239,7 +245,7 @@ def window_aggregate(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    keys = [key] if isinstance(key, str) else list(key)
+    keys = column_names(key, "key")
     if not keys:
         raise InvalidParameterError("invalid parameter `key`: give at least one key column")
     for k in keys:
@@ -261,6 +267,16 @@ def window_aggregate(
         send_channel=channel not in keys and channel not in values,
     )
     check_window(window, wm_plan.event_time.unit)
+    check_output_names(plan)
+    if num_partitions is not None and (
+        not isinstance(num_partitions, int)
+        or isinstance(num_partitions, bool)
+        or num_partitions < 1
+    ):
+        raise InvalidParameterError(
+            f"invalid parameter `num_partitions`: expected an int >= 1 or None, "
+            f"got {num_partitions!r}"
+        )
 
     timeline = compute_timeline(df, wm_plan, event_range=candidate(plan))
     times, wms = timeline.advances()
@@ -272,6 +288,7 @@ def window_aggregate(
             dropped=errors_frame(df, plan),
             timeline=timeline,
             cached=None,
+            ordered_input=df if arrival is None else None,
         )
 
     sent = df.where(valid_rows(wm_plan)).select(
@@ -305,6 +322,7 @@ def window_aggregate(
         ).unionByName(errors_frame(df, plan)),
         timeline=timeline,
         cached=cached,
+        ordered_input=df if arrival is None else None,
     )
 
 
@@ -346,25 +364,67 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
     )
 
 
+def record_names(plan: WindowPlan) -> list[str]:
+    """The input columns late and dropped rows carry, each once (one column can have two
+    roles, e.g. the arrival column also as the event time, or a key also aggregated)."""
+    wm = plan.wm
+    chan = [wm.channel] if plan.send_channel else []
+    names = [*plan.keys, wm.event_time.name, wm.arrival.name, *chan, *plan.values]
+    return list(dict.fromkeys(names))
+
+
 def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
     """Late and dropped rows carry the stage's columns, in their input types."""
     from pyspark.sql import functions as F
 
     types = {f.name: f.dataType for f in df.schema.fields}
     wm = plan.wm
-    cols: list[Any] = [F.col(quote(k)) for k in plan.keys]
-    cols.append(
-        wm.event_time.from_ticks(F.col(TS))
-        .cast(types[wm.event_time.name])
-        .alias(wm.event_time.name)
-    )
-    cols.append(
-        wm.arrival.from_ticks(F.col(ARRIVAL)).cast(types[wm.arrival.name]).alias(wm.arrival.name)
-    )
-    if plan.send_channel:
-        cols.append(F.col(quote(wm.channel)))
-    cols += [F.col(quote(v)).cast(types[v]).alias(v) for v in plan.values if v not in plan.keys]
+    ticks = {
+        wm.event_time.name: wm.event_time.from_ticks(F.col(TS)),
+        wm.arrival.name: wm.arrival.from_ticks(F.col(ARRIVAL)),
+    }
+    cols: list[Any] = []
+    for name in record_names(plan):
+        if name in plan.keys or (plan.send_channel and name == wm.channel):
+            cols.append(F.col(quote(name)))
+        elif name in ticks:
+            cols.append(ticks[name].cast(types[name]).alias(name))
+        else:
+            cols.append(F.col(quote(name)).cast(types[name]).alias(name))
     return cols
+
+
+def check_output_names(plan: WindowPlan) -> None:
+    """Each output's columns have distinct names (Spark resolves names without regard
+    to case by default, and a write fails on a repeated one): before any job."""
+    results = [
+        *plan.keys,
+        "window_start",
+        "window_end",
+        *[agg_name(a) for a in plan.aggs],
+        "watermark",
+        "timing",
+        "fired_at",
+    ]
+    records = record_names(plan)
+    for output, names in (
+        ("results", results),
+        ("late", [*records, "watermark"]),
+        ("dropped", [*records, "reason"]),
+    ):
+        seen: dict[str, str] = {}
+        for name in names:
+            if name.lower() in seen:
+                first = seen[name.lower()]
+                same = repr(name) if first == name else f"{first!r} and {name!r}"
+                raise InvalidParameterError(
+                    f"invalid parameters: the {output} output would have two columns named "
+                    f"{same}; a key or value column named like a column window_aggregate "
+                    "adds (window_start, window_end, watermark, timing, fired_at, reason, "
+                    "the aggregates' names) must be renamed first, and an aggregate or key "
+                    "given only once"
+                )
+            seen[name.lower()] = name
 
 
 def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
@@ -382,10 +442,5 @@ def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
     """Rows the watermark stages cannot place, with the reason (never lost)."""
     from pyspark.sql import functions as F
 
-    wm = plan.wm
-    cols = [F.col(quote(k)) for k in plan.keys]
-    cols += [F.col(quote(wm.event_time.name)), F.col(quote(wm.arrival.name))]
-    if plan.send_channel:
-        cols.append(F.col(quote(wm.channel)))
-    cols += [F.col(quote(v)) for v in plan.values if v not in plan.keys]
-    return df.where(~valid_rows(wm)).select(*cols, error_reason(wm).alias("reason"))
+    cols = [F.col(quote(c)) for c in record_names(plan)]
+    return df.where(~valid_rows(plan.wm)).select(*cols, error_reason(plan.wm).alias("reason"))

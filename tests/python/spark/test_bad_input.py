@@ -1,0 +1,195 @@
+"""Inputs a user may well give: empty frames, no placeable row, a column in two roles,
+arguments of the wrong kind. Each either works, with every row accounted for, or fails
+with an error naming the parameter or column before any Spark job runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from floodmark import TumblingEventTimeWindows, WatermarkStrategy
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark.spark import assign_watermarks, watermark_timeline, window_aggregate
+from floodmark.spark.analyze import analyze_bounds
+
+STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(milliseconds=3))
+WINDOW = TumblingEventTimeWindows.of(timedelta(milliseconds=10))
+SCHEMA = "ch int, ts long, arr long, k string, v long"
+COLUMNS = {"event_time": "ts", "channel": "ch", "arrival": "arr"}
+
+
+def windowed(df: Any, **kw: Any) -> Any:
+    args = {"key": "k", "aggs": ["count", ("sum", "v")], **COLUMNS, **kw}
+    return window_aggregate(df, STRATEGY, WINDOW, **args)
+
+
+def accounted(out: Any) -> int:
+    """Input rows in the three outputs (tumbling windows: one contribution each)."""
+    on_time = sum(r["count"] for r in out.results.where("timing = 'on_time'").collect())
+    return int(on_time) + out.late.count() + out.dropped.count()
+
+
+@pytest.fixture(scope="module")
+def frames(spark: Any) -> dict[str, Any]:
+    return {
+        "empty": spark.createDataFrame([], SCHEMA),
+        "all null event times": spark.createDataFrame(
+            [(1, None, i, "a", 1) for i in range(5)], SCHEMA
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", ["empty", "all null event times"])
+def test_no_placeable_row_is_not_a_crash(frames: dict[str, Any], name: str) -> None:
+    df = frames[name]
+    n = df.count()
+    marked = assign_watermarks(df, STRATEGY, **COLUMNS).toArrow()
+    assert marked.num_rows == n
+    assert set(marked["error"].to_pylist()) <= {"null_event_time"}
+    assert marked["watermark"].null_count == n
+    assert watermark_timeline(df, STRATEGY, **COLUMNS).count() == 0
+    report = analyze_bounds(df, bounds=[timedelta(0)], window=WINDOW, key="k", **COLUMNS)
+    assert report["records"].to_pylist() == [0]
+    assert report["late"].to_pylist() == [0]
+    out = windowed(df)
+    assert out.dropped.count() == n
+    assert accounted(out) == n
+
+
+def test_timeline_of_a_strategy_that_never_emits_is_empty(spark: Any) -> None:
+    df = spark.createDataFrame([(i % 2, i, i, "a", i) for i in range(50)], SCHEMA)
+    timeline = watermark_timeline(df, WatermarkStrategy.no_watermarks(), **COLUMNS)
+    assert timeline.columns == ["time", "watermark", "status", "min_channel"]
+    assert timeline.count() == 0
+
+
+@pytest.fixture(scope="module")
+def small(spark: Any) -> Any:
+    return spark.createDataFrame(
+        [(i % 2, 100 + i, 100 + i + i % 7, "ab"[i % 2], i) for i in range(60)], SCHEMA
+    )
+
+
+def bad_calls(small: Any) -> dict[str, tuple[str, Callable[[], object]]]:
+    from pyspark.sql import functions as F
+
+    return {
+        "aggregate twice": ("'count'", lambda: windowed(small, aggs=["count", "count"])),
+        "sum twice": ("sum_v", lambda: windowed(small, aggs=[("sum", "v"), ("sum", "v")])),
+        "key named like an output": (
+            "'watermark'",
+            lambda: windowed(small.withColumnRenamed("k", "watermark"), key="watermark"),
+        ),
+        "key named like an output, other case": (
+            "'Timing'",
+            lambda: windowed(small.withColumnRenamed("k", "Timing"), key="Timing"),
+        ),
+        "key given twice": ("'k'", lambda: windowed(small, key=["k", "k"])),
+        "negative partitions": ("num_partitions", lambda: windowed(small, num_partitions=-1)),
+        "fractional partitions": ("num_partitions", lambda: windowed(small, num_partitions=2.5)),
+        "partitions as text": ("num_partitions", lambda: windowed(small, num_partitions="4")),
+        "key as a Column": ("`key`", lambda: windowed(small, key=F.col("k"))),
+        "channel as a Column": (
+            "`channel`",
+            lambda: assign_watermarks(small, STRATEGY, **{**COLUMNS, "channel": F.col("ch")}),
+        ),
+        "event time as a Column": (
+            "`event_time`",
+            lambda: assign_watermarks(small, STRATEGY, **{**COLUMNS, "event_time": F.col("ts")}),
+        ),
+        "a pandas frame": (
+            "`df`",
+            lambda: assign_watermarks(small.toPandas(), STRATEGY, **COLUMNS),
+        ),
+        "no idle timeouts": (
+            "idle_timeouts",
+            lambda: analyze_bounds(
+                small, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[], **COLUMNS
+            ),
+        ),
+        "bounds not a list": (
+            "bounds",
+            lambda: analyze_bounds(small, bounds=5, window=WINDOW, **COLUMNS),  # type: ignore[arg-type]
+        ),
+        "bound too large": (
+            "bounds",
+            lambda: analyze_bounds(small, bounds=[timedelta.max], window=WINDOW, **COLUMNS),
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "aggregate twice",
+        "sum twice",
+        "key named like an output",
+        "key named like an output, other case",
+        "key given twice",
+        "negative partitions",
+        "fractional partitions",
+        "partitions as text",
+        "key as a Column",
+        "channel as a Column",
+        "event time as a Column",
+        "a pandas frame",
+        "no idle timeouts",
+        "bounds not a list",
+        "bound too large",
+    ],
+)
+def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
+    named, call = bad_calls(small)[case]
+    pandas_input = case == "a pandas frame"  # making the pandas frame is a job itself
+    tracker = small.sparkSession.sparkContext.statusTracker()
+    before = len(tracker.getJobIdsForGroup(None))
+    with pytest.raises(InvalidParameterError, match=named.replace("(", r"\(")):
+        call()
+    if not pandas_input:
+        assert len(tracker.getJobIdsForGroup(None)) == before
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        {"arrival": "ts"},  # ingestion time: one column is both clocks
+        {"aggs": ["count", ("sum", "v"), ("max", "ts")]},  # the event time also aggregated
+        {"key": "ch"},  # the channel as the key
+    ],
+)
+def test_a_column_in_two_roles_appears_once(small: Any, tmp_path: Any, roles: dict) -> None:
+    out = windowed(small, **roles)
+    for name in ("results", "late", "dropped"):
+        columns = getattr(out, name).columns
+        assert len(columns) == len(set(columns)), (name, columns)
+    assert accounted(out) == small.count()
+    out.late.write.parquet(str(tmp_path / "late"))  # a repeated name would fail here
+
+
+def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any) -> None:
+    df = spark.createDataFrame([(i % 2, i, -(2**63) + i, "a", i) for i in range(10)], SCHEMA)
+    with pytest.raises(InvalidInputError, match="arr") as err:
+        assign_watermarks(df, STRATEGY, **COLUMNS)
+    assert err.value.column == "arr"
+
+
+def persisted(spark: Any) -> int:
+    return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+def test_the_row_ordered_input_is_released(spark: Any, small: Any) -> None:
+    """Without an arrival column the input is cached with its row order; the functions
+    that finish their jobs release it, and window_aggregate's unpersist() does."""
+    columns = {"event_time": "ts", "channel": "ch"}
+    before = persisted(spark)
+    watermark_timeline(small, STRATEGY, **columns)
+    analyze_bounds(small, bounds=[timedelta(0)], window=WINDOW, **columns)
+    assert persisted(spark) == before
+    out = window_aggregate(small, STRATEGY, WINDOW, key="k", **columns)
+    out.results.count()
+    assert persisted(spark) == before + 1
+    out.unpersist()
+    assert persisted(spark) == before
