@@ -21,6 +21,7 @@ the end of input are counted in ``fired_at_end`` and left out of the quantiles.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
@@ -105,11 +106,10 @@ def analyze_bounds(
     """
     from pyspark.sql import functions as F
 
-    for name, given in (("bounds", bounds), ("idle_timeouts", idle_timeouts)):
-        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence) or not given:
-            raise InvalidParameterError(
-                f"invalid parameter `{name}`: expected a non-empty list, got {given!r}"
-            )
+    bounds, idle_timeouts = (
+        listed(bounds, "bounds"),
+        listed(idle_timeouts, "idle_timeouts"),
+    )
     df, base = make_plan(
         df,
         WatermarkStrategy.for_monotonous_timestamps(),
@@ -137,6 +137,15 @@ def analyze_bounds(
         raise InvalidParameterError(
             "invalid parameter `bounds`: a bound is too large to report as a timedelta"
         ) from None
+    try:
+        idle_durations = [
+            None if i is None else seconds(to_ticks(i, arr.unit, "idle_timeouts") / per_arr)
+            for i in idle_timeouts
+        ]
+    except OverflowError:
+        raise InvalidParameterError(
+            "invalid parameter `idle_timeouts`: a timeout is too large to report as a timedelta"
+        ) from None
     size, slide, offset = window_grid(window, ev.unit)
     plans = []
     for idle in idle_timeouts:
@@ -146,98 +155,112 @@ def analyze_bounds(
         plans.append(
             dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
         )
-    agg = bucket_aggregate(df, base)
-    curves = []
-    lookup = None
-    for j, plan in enumerate(plans):
-        tl = timeline_from_buckets(agg, plan)
-        times, wms = tl.advances()
-        curves.append((times, wms))
-        col = tl.buckets.select(["channel", "bucket", "watermark"]).rename_columns(
-            ["channel", "bucket", f"w{j}"]
-        )
-        lookup = col if lookup is None else lookup.join(col, ["channel", "bucket"])
-    assert lookup is not None
-    needed = dict.fromkeys([*keys, channel, arr.name, ev.name])
-    recs = join_buckets(
-        df.where(valid_rows(base)).select(*[F.col(quote(c)) for c in needed]), base, lookup
-    ).withColumn("__fm_ts", ev.ticks())
-    js = range(len(idle_timeouts))
-    minimum = F.lit(I64_MIN)
-    # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).
-    w0 = {j: F.when(F.col(f"w{j}") > minimum, F.col(f"w{j}")) for j in js}
-    late_exprs = [
-        F.sum(F.when(w0[j] - F.col("__fm_ts") >= b, 1).otherwise(0)).alias(f"late_{j}_{i}")
-        for j in js
-        for i, b in enumerate(b_ticks)
-    ]
-    late_row = recs.agg(F.count("*").alias("n"), *late_exprs).collect()[0]
-    # Per (key, window): the smallest W0(arrival) - end + 1 (MIN when no watermark yet).
-    per_window = recs.withColumn(
-        "start", window_starts(F.col("__fm_ts"), size, slide, offset)
-    ).withColumn("end", F.col("start") + F.lit(size))
-    margin = [F.min(F.coalesce(w0[j] - F.col("end") + 1, minimum)).alias(f"m{j}") for j in js]
-    groups = per_window.groupBy(*[quote(k) for k in keys], "end").agg(*margin)
-    counts = (
-        groups.groupBy("end")
-        .agg(
-            *[
-                F.sum(F.when(F.col(f"m{j}") < b, 1).otherwise(0)).alias(f"c_{j}_{i}")
-                for j in js
-                for i, b in enumerate(b_ticks)
-            ]
-        )
-        .toArrow()
-    )
-    ends = counts["end"].to_numpy().astype(np.int64)
-    rows: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "idle_timeout",
-            "bound",
-            "late_fraction",
-            "late",
-            "records",
-            "windows",
-            "fired_at_end",
-            "delay_median_s",
-            "delay_p99_s",
-        )
-    }
-    n = int(late_row["n"])
-    for j, idle in enumerate(idle_timeouts):
-        times, wms = curves[j]
-        for i, b in enumerate(b_ticks):
-            weight = counts[f"c_{j}_{i}"].to_numpy().astype(np.int64)
-            need = ends - 1 + b
-            at = np.searchsorted(wms, need, side="left")
-            fired = at < len(wms)
-            # Delay in the finer of the two units, exactly, then in seconds.
-            fine = max(per_ev, per_arr)
-            fired_at = times[np.minimum(at, max(len(times) - 1, 0))] if len(times) else ends
-            delay = (fired_at * (fine // per_arr) - ends * (fine // per_ev)) / fine
-            w_on = np.where(fired, weight, 0)
-            late = int(late_row[f"late_{j}_{i}"] or 0)  # a sum over no rows is null
-            rows["idle_timeout"].append(
-                None if idle is None else seconds(to_ticks(idle, arr.unit, "idle") / per_arr)
+    try:
+        agg = bucket_aggregate(df, base)
+        curves = []
+        lookup = None
+        for j, plan in enumerate(plans):
+            tl = timeline_from_buckets(agg, plan)
+            times, wms = tl.advances()
+            curves.append((times, wms))
+            col = tl.buckets.select(["channel", "bucket", "watermark"]).rename_columns(
+                ["channel", "bucket", f"w{j}"]
             )
-            rows["bound"].append(bound_durations[i])
-            rows["late_fraction"].append(late / n if n else 0.0)
-            rows["late"].append(late)
-            rows["records"].append(n)
-            rows["windows"].append(int(w_on.sum()))
-            rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
-            rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
-            rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
-    if arrival is None:
-        df.unpersist()  # the row-ordered input: every job that needs it has run
-    durations = {"idle_timeout", "bound"}
-    return pa.table(
-        {
-            k: pa.array(v, pa.duration("us")) if k in durations else pa.array(v)
-            for k, v in rows.items()
+            lookup = col if lookup is None else lookup.join(col, ["channel", "bucket"])
+        assert lookup is not None
+        needed = dict.fromkeys([*keys, channel, arr.name, ev.name])
+        recs = join_buckets(
+            df.where(valid_rows(base)).select(*[F.col(quote(c)) for c in needed]), base, lookup
+        ).withColumn("__fm_ts", ev.ticks())
+        js = range(len(idle_timeouts))
+        minimum = F.lit(I64_MIN)
+        # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).
+        w0 = {j: F.when(F.col(f"w{j}") > minimum, F.col(f"w{j}")) for j in js}
+        late_exprs = [
+            F.sum(F.when(w0[j] - F.col("__fm_ts") >= b, 1).otherwise(0)).alias(f"late_{j}_{i}")
+            for j in js
+            for i, b in enumerate(b_ticks)
+        ]
+        late_row = recs.agg(F.count("*").alias("n"), *late_exprs).collect()[0]
+        # Per (key, window): the smallest W0(arrival) - end + 1 (MIN when no watermark yet).
+        per_window = recs.withColumn(
+            "start", window_starts(F.col("__fm_ts"), size, slide, offset)
+        ).withColumn("end", F.col("start") + F.lit(size))
+        margin = [F.min(F.coalesce(w0[j] - F.col("end") + 1, minimum)).alias(f"m{j}") for j in js]
+        groups = per_window.groupBy(*[quote(k) for k in keys], "end").agg(*margin)
+        counts = (
+            groups.groupBy("end")
+            .agg(
+                *[
+                    F.sum(F.when(F.col(f"m{j}") < b, 1).otherwise(0)).alias(f"c_{j}_{i}")
+                    for j in js
+                    for i, b in enumerate(b_ticks)
+                ]
+            )
+            .toArrow()
+        )
+        ends = counts["end"].to_numpy().astype(np.int64)
+        rows: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "idle_timeout",
+                "bound",
+                "late_fraction",
+                "late",
+                "records",
+                "windows",
+                "fired_at_end",
+                "delay_median_s",
+                "delay_p99_s",
+            )
         }
-    )
+        n = int(late_row["n"])
+        for j in range(len(idle_timeouts)):
+            times, wms = curves[j]
+            for i, b in enumerate(b_ticks):
+                weight = counts[f"c_{j}_{i}"].to_numpy().astype(np.int64)
+                need = ends - 1 + b
+                at = np.searchsorted(wms, need, side="left")
+                fired = at < len(wms)
+                # Delay in the finer of the two units, exactly, then in seconds.
+                fine = max(per_ev, per_arr)
+                fired_at = times[np.minimum(at, max(len(times) - 1, 0))] if len(times) else ends
+                delay = (fired_at * (fine // per_arr) - ends * (fine // per_ev)) / fine
+                w_on = np.where(fired, weight, 0)
+                late = int(late_row[f"late_{j}_{i}"] or 0)  # a sum over no rows is null
+                rows["idle_timeout"].append(idle_durations[j])
+                rows["bound"].append(bound_durations[i])
+                rows["late_fraction"].append(late / n if n else 0.0)
+                rows["late"].append(late)
+                rows["records"].append(n)
+                rows["windows"].append(int(w_on.sum()))
+                rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
+                rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
+                rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
+        durations = {"idle_timeout", "bound"}
+        return pa.table(
+            {
+                k: pa.array(v, pa.duration("us")) if k in durations else pa.array(v)
+                for k, v in rows.items()
+            }
+        )
+    finally:
+        if arrival is None:
+            df.unpersist()  # the row-ordered input, cached by make_plan
+
+
+def listed(values: object, parameter: str) -> list[Any]:
+    """A non-empty list from any iterable (a list, tuple, numpy array, pandas index...);
+    a clear error for anything else."""
+    items: list[Any] | None = None
+    if not isinstance(values, (str, bytes)):
+        with contextlib.suppress(TypeError):  # not iterable
+            items = list(values)  # type: ignore[call-overload]
+    if not items:
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: expected a non-empty list, got {values!r}"
+        )
+    return items
 
 
 def seconds(value: float) -> timedelta:

@@ -9,11 +9,13 @@ interval emits a watermark every 200 records per channel, and an idle timeout of
 minute means 60,000 records without news from a channel.
 
 The row order must be stable across the jobs a pipeline runs, which holds for files
-and tables; the ordered frame is cached so that it is computed once.
+and tables; the ordered frame is cached so that it is computed once, by each call for
+itself.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from floodmark.spark.columns import key_column, quote, schema_error
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 
 #: Name of the column holding the default arrival (row index within the channel).
 ROW_ARRIVAL = "arrival_index"
+#: Numbers each call, so that each has a cache entry of its own (Spark shares one
+#: between equal plans, and a function releasing its own must not release another's).
+_CALLS = itertools.count()
 
 
 def with_default_arrival(
@@ -45,7 +50,8 @@ def with_default_arrival(
     ordered = (
         df.withColumn("__fm_row", F.monotonically_increasing_id())
         .withColumn(ROW_ARRIVAL, F.row_number().over(order) - 1)
-        .drop("__fm_row")
+        .withColumn("__fm_call", F.lit(next(_CALLS)))
+        .drop("__fm_row", "__fm_call")
         .persist()
     )
     return ordered, ROW_ARRIVAL, "ms"

@@ -102,7 +102,7 @@ def assign_watermarks(
         type; null means "no watermark yet" for timestamp columns. Without ``arrival``,
         the input with its row-order arrival is cached (every job must see the same
         order) and stays cached for the result; ``spark.catalog.clearCache()`` releases
-        it once the result is written.
+        it once the result is written (with every other cache of the session).
     """
     df, plan = make_plan(
         df,
@@ -143,7 +143,8 @@ def watermark_timeline(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    timeline = compute_timeline(df, plan).to_dataframe(df.sparkSession)
-    if arrival is None:
-        df.unpersist()  # the row-ordered input: the timeline no longer needs it
-    return timeline
+    try:
+        return compute_timeline(df, plan).to_dataframe(df.sparkSession)
+    finally:
+        if arrival is None:
+            df.unpersist()  # the row-ordered input, cached by make_plan

@@ -71,9 +71,14 @@ def schema_error(name: str, message: str) -> SchemaError:
 def column_names(value: object, parameter: str) -> list[str]:
     """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
     anything else (a ``Column`` object, say: floodmark takes names)."""
-    names = [value] if isinstance(value, str) else value
-    if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
-        return list(names)
+    if isinstance(value, str):
+        return [value]
+    try:  # a list, tuple, pandas Index, numpy array of names...; a Column is not iterable
+        names = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        names = None
+    if names is not None and all(isinstance(n, str) for n in names):
+        return [str(n) for n in names]
     raise InvalidParameterError(
         f"invalid parameter `{parameter}`: expected a column name (str) or a list of "
         f"them, got {type(value).__name__}"

@@ -191,13 +191,11 @@ class Timeline:
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The timeline as a DataFrame, times and watermarks in the input's types."""
         from pyspark.sql import functions as F
-        from pyspark.sql.pandas.types import from_arrow_schema
 
-        # The schema is given: Spark cannot infer one from a timeline with no rows
-        # (an empty input, or a strategy that never emits a watermark).
-        df = spark.createDataFrame(
-            self.table.to_pandas(), schema=from_arrow_schema(self.table.schema)
-        )
+        # From the Arrow table itself: its schema holds with no rows (an empty input, a
+        # strategy that never emits) and keeps an integer channel integer when it is
+        # null (every channel idle), which pandas would turn into a float.
+        df = spark.createDataFrame(self.table)
         return df.select(
             self.plan.arrival.from_ticks(F.col("time")).alias("time"),
             self.plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
@@ -255,11 +253,10 @@ def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
             }
         )
         return Timeline(plan, empty, bucket_table, [])
-    # The grid times around the buckets ((bucket - 1) * interval ... (bucket + 1) * interval)
+    # The grid times of the buckets, and the one before each ((bucket - 1) * interval),
     # must be longs: arrivals that close to the range's ends cannot be placed.
-    if (int(buckets.min()) - 1) * interval < I64_MIN or (
-        int(buckets.max()) + 1
-    ) * interval > I64_MAX:
+    low, high = int(buckets.min()), int(buckets.max())
+    if (low - 1) * interval < I64_MIN or high * interval > I64_MAX:
         err = InvalidInputError(
             f"invalid input `{plan.arrival.name}`: arrival times within one emit interval "
             "of the 64-bit range's ends cannot be placed on the emission grid"

@@ -15,6 +15,7 @@ back packed and are cached once (see :mod:`floodmark.spark.packed`).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -268,15 +269,8 @@ def window_aggregate(
     )
     check_window(window, wm_plan.event_time.unit)
     check_output_names(plan)
-    if num_partitions is not None and (
-        not isinstance(num_partitions, int)
-        or isinstance(num_partitions, bool)
-        or num_partitions < 1
-    ):
-        raise InvalidParameterError(
-            f"invalid parameter `num_partitions`: expected an int >= 1 or None, "
-            f"got {num_partitions!r}"
-        )
+    if num_partitions is not None:
+        num_partitions = positive_int(num_partitions, "num_partitions")
 
     timeline = compute_timeline(df, wm_plan, event_range=candidate(plan))
     times, wms = timeline.advances()
@@ -394,9 +388,29 @@ def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
     return cols
 
 
+def positive_int(value: object, parameter: str) -> int:
+    """An integer >= 1 (numpy integers too); a clear error for anything else."""
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if number is None or number < 1:
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: expected an int >= 1 or None, got {value!r}"
+        )
+    return number
+
+
 def check_output_names(plan: WindowPlan) -> None:
     """Each output's columns have distinct names (Spark resolves names without regard
     to case by default, and a write fails on a repeated one): before any job."""
+    records = record_names(plan)
+    reserved = [c for c in records if c.startswith("__fm_")]
+    if reserved:
+        raise InvalidParameterError(
+            f"invalid parameters: column {reserved[0]!r}: names starting with __fm_ are "
+            "floodmark's working columns; rename it first"
+        )
     results = [
         *plan.keys,
         "window_start",
@@ -405,8 +419,9 @@ def check_output_names(plan: WindowPlan) -> None:
         "watermark",
         "timing",
         "fired_at",
+        "trigger_time",  # the operator's names, before results_frame renames them
+        "trigger_position",
     ]
-    records = record_names(plan)
     for output, names in (
         ("results", results),
         ("late", [*records, "watermark"]),
@@ -421,8 +436,8 @@ def check_output_names(plan: WindowPlan) -> None:
                     f"invalid parameters: the {output} output would have two columns named "
                     f"{same}; a key or value column named like a column window_aggregate "
                     "adds (window_start, window_end, watermark, timing, fired_at, reason, "
-                    "the aggregates' names) must be renamed first, and an aggregate or key "
-                    "given only once"
+                    "the aggregates' names; trigger_time and trigger_position inside) must "
+                    "be renamed first, and an aggregate or key given only once"
                 )
             seen[name.lower()] = name
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
@@ -88,6 +89,14 @@ def bad_calls(small: Any) -> dict[str, tuple[str, Callable[[], object]]]:
             lambda: windowed(small.withColumnRenamed("k", "Timing"), key="Timing"),
         ),
         "key given twice": ("'k'", lambda: windowed(small, key=["k", "k"])),
+        "key named like an inner column": (
+            "'trigger_time'",
+            lambda: windowed(small.withColumnRenamed("k", "trigger_time"), key="trigger_time"),
+        ),
+        "a working column's name": (
+            "__fm_",
+            lambda: windowed(small.withColumnRenamed("k", "__fm_k"), key="__fm_k"),
+        ),
         "negative partitions": ("num_partitions", lambda: windowed(small, num_partitions=-1)),
         "fractional partitions": ("num_partitions", lambda: windowed(small, num_partitions=2.5)),
         "partitions as text": ("num_partitions", lambda: windowed(small, num_partitions="4")),
@@ -129,6 +138,8 @@ def bad_calls(small: Any) -> dict[str, tuple[str, Callable[[], object]]]:
         "key named like an output",
         "key named like an output, other case",
         "key given twice",
+        "key named like an inner column",
+        "a working column's name",
         "negative partitions",
         "fractional partitions",
         "partitions as text",
@@ -144,12 +155,31 @@ def bad_calls(small: Any) -> dict[str, tuple[str, Callable[[], object]]]:
 def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
     named, call = bad_calls(small)[case]
     pandas_input = case == "a pandas frame"  # making the pandas frame is a job itself
-    tracker = small.sparkSession.sparkContext.statusTracker()
-    before = len(tracker.getJobIdsForGroup(None))
+    before = jobs(small.sparkSession)
     with pytest.raises(InvalidParameterError, match=named.replace("(", r"\(")):
         call()
     if not pandas_input:
-        assert len(tracker.getJobIdsForGroup(None)) == before
+        assert jobs(small.sparkSession) == before
+
+
+def jobs(spark: Any) -> int:
+    """Jobs started so far, once Spark's listeners have heard of every one."""
+    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def test_partitions_may_be_a_numpy_integer(small: Any) -> None:
+    out = windowed(small, aggs=["count", ("mean", "v")], num_partitions=np.int64(3))
+    assert out.cached is not None and out.cached.rdd.getNumPartitions() == 3
+    out.unpersist()
+
+
+@pytest.fixture(scope="module")
+def with_late(spark: Any) -> Any:
+    """The small stream plus one late record (v=1000) and one without event time (v=1001)."""
+    rows = [(i % 2, 100 + i, 100 + i + i % 7, "ab"[i % 2], i) for i in range(60)]
+    rows += [(0, 50, 300, "a", 1000), (1, None, 200, "b", 1001)]
+    return spark.createDataFrame(rows, SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -158,15 +188,29 @@ def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
         {"arrival": "ts"},  # ingestion time: one column is both clocks
         {"aggs": ["count", ("sum", "v"), ("max", "ts")]},  # the event time also aggregated
         {"key": "ch"},  # the channel as the key
+        {"aggs": ["count", ("mean", "v"), ("sum", "ch")]},  # keyed operator; channel summed
     ],
 )
-def test_a_column_in_two_roles_appears_once(small: Any, tmp_path: Any, roles: dict) -> None:
-    out = windowed(small, **roles)
+def test_a_column_in_two_roles_appears_once(with_late: Any, tmp_path: Any, roles: dict) -> None:
+    out = windowed(with_late, **roles)
+    source = {r["v"]: r.asDict() for r in with_late.collect()}
+    types = dict(with_late.dtypes)
     for name in ("results", "late", "dropped"):
         columns = getattr(out, name).columns
         assert len(columns) == len(set(columns)), (name, columns)
-    assert accounted(out) == small.count()
+    assert accounted(out) == with_late.count()
+    expected = {"dropped": {1001}, "late": set() if "arrival" in roles else {1000}}
+    for name, values in expected.items():
+        frame = getattr(out, name)
+        assert all(t == types[c] for c, t in frame.dtypes if c in types), frame.dtypes
+        rows = {r["v"]: r.asDict() for r in frame.collect()}
+        assert set(rows) == values
+        for v, row in rows.items():  # each input column the stage uses, with its value
+            carried = [c for c in row if c in types]
+            assert {"ch", "ts", "v"} <= set(carried)
+            assert {c: row[c] for c in carried} == {c: source[v][c] for c in carried}
     out.late.write.parquet(str(tmp_path / "late"))  # a repeated name would fail here
+    out.unpersist()
 
 
 def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any) -> None:
@@ -181,15 +225,36 @@ def persisted(spark: Any) -> int:
 
 
 def test_the_row_ordered_input_is_released(spark: Any, small: Any) -> None:
-    """Without an arrival column the input is cached with its row order; the functions
-    that finish their jobs release it, and window_aggregate's unpersist() does."""
+    """Without an arrival column each call caches the input with its row order for
+    itself: the functions that finish their jobs release theirs, window_aggregate's
+    unpersist() does, and none releases another call's."""
     columns = {"event_time": "ts", "channel": "ch"}
     before = persisted(spark)
-    watermark_timeline(small, STRATEGY, **columns)
-    analyze_bounds(small, bounds=[timedelta(0)], window=WINDOW, **columns)
-    assert persisted(spark) == before
-    out = window_aggregate(small, STRATEGY, WINDOW, key="k", **columns)
-    out.results.count()
+    first = window_aggregate(small, STRATEGY, WINDOW, key="k", **columns)
     assert persisted(spark) == before + 1
-    out.unpersist()
+    watermark_timeline(small, STRATEGY, **columns)
+    assert persisted(spark) == before + 1
+    analyze_bounds(small, bounds=[timedelta(0)], window=WINDOW, **columns)
+    assert persisted(spark) == before + 1
+    second = window_aggregate(small, STRATEGY, WINDOW, key="k", **columns)
+    assert persisted(spark) == before + 2
+    first.unpersist()
+    assert persisted(spark) == before + 1
+    assert accounted(second) == small.count()  # its cache is still there
+    second.unpersist()
     assert persisted(spark) == before
+
+
+def test_names_and_durations_come_in_any_iterable() -> None:
+    import pandas as pd
+
+    from floodmark.spark.analyze import listed
+    from floodmark.spark.columns import column_names
+
+    assert column_names(pd.Index(["a", "b"]), "key") == ["a", "b"]
+    assert column_names(np.array(["a"]), "key") == ["a"]
+    assert column_names(("a", "b"), "key") == ["a", "b"]
+    assert listed(np.array([1, 2]), "bounds") == [1, 2]
+    assert listed((d for d in [timedelta(0)]), "bounds") == [timedelta(0)]
+    with pytest.raises(InvalidParameterError, match="bounds"):
+        listed("5s", "bounds")
