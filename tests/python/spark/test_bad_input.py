@@ -74,90 +74,63 @@ def small(spark: Any) -> Any:
     )
 
 
-def bad_calls(small: Any) -> dict[str, tuple[str, Callable[[], object]]]:
+def keyed_as(df: Any, name: str) -> Any:
+    """Windows over ``df`` with its key column renamed ``name``."""
+    return windowed(df.withColumnRenamed("k", name), key=name)
+
+
+def col(name: str) -> Any:
     from pyspark.sql import functions as F
 
-    return {
-        "aggregate twice": ("'count'", lambda: windowed(small, aggs=["count", "count"])),
-        "sum twice": ("sum_v", lambda: windowed(small, aggs=[("sum", "v"), ("sum", "v")])),
-        "key named like an output": (
-            "'watermark'",
-            lambda: windowed(small.withColumnRenamed("k", "watermark"), key="watermark"),
-        ),
-        "key named like an output, other case": (
-            "'Timing'",
-            lambda: windowed(small.withColumnRenamed("k", "Timing"), key="Timing"),
-        ),
-        "key given twice": ("'k'", lambda: windowed(small, key=["k", "k"])),
-        "key named like an inner column": (
-            "'trigger_time'",
-            lambda: windowed(small.withColumnRenamed("k", "trigger_time"), key="trigger_time"),
-        ),
-        "a working column's name": (
-            "__fm_",
-            lambda: windowed(small.withColumnRenamed("k", "__fm_k"), key="__fm_k"),
-        ),
-        "negative partitions": ("num_partitions", lambda: windowed(small, num_partitions=-1)),
-        "fractional partitions": ("num_partitions", lambda: windowed(small, num_partitions=2.5)),
-        "partitions as text": ("num_partitions", lambda: windowed(small, num_partitions="4")),
-        "key as a Column": ("`key`", lambda: windowed(small, key=F.col("k"))),
-        "channel as a Column": (
-            "`channel`",
-            lambda: assign_watermarks(small, STRATEGY, **{**COLUMNS, "channel": F.col("ch")}),
-        ),
-        "event time as a Column": (
-            "`event_time`",
-            lambda: assign_watermarks(small, STRATEGY, **{**COLUMNS, "event_time": F.col("ts")}),
-        ),
-        "a pandas frame": (
-            "`df`",
-            lambda: assign_watermarks(small.toPandas(), STRATEGY, **COLUMNS),
-        ),
-        "no idle timeouts": (
-            "idle_timeouts",
-            lambda: analyze_bounds(
-                small, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[], **COLUMNS
-            ),
-        ),
-        "bounds not a list": (
-            "bounds",
-            lambda: analyze_bounds(small, bounds=5, window=WINDOW, **COLUMNS),  # type: ignore[arg-type]
-        ),
-        "bound too large": (
-            "bounds",
-            lambda: analyze_bounds(small, bounds=[timedelta.max], window=WINDOW, **COLUMNS),
-        ),
-    }
+    return F.col(name)
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "aggregate twice",
-        "sum twice",
-        "key named like an output",
-        "key named like an output, other case",
-        "key given twice",
-        "key named like an inner column",
-        "a working column's name",
-        "negative partitions",
-        "fractional partitions",
-        "partitions as text",
-        "key as a Column",
-        "channel as a Column",
-        "event time as a Column",
-        "a pandas frame",
-        "no idle timeouts",
-        "bounds not a list",
-        "bound too large",
-    ],
-)
+#: Each bad call on the small frame, with what its error message must name.
+BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
+    "aggregate twice": ("'count'", lambda df: windowed(df, aggs=["count", "count"])),
+    "sum twice": ("sum_v", lambda df: windowed(df, aggs=[("sum", "v"), ("sum", "v")])),
+    "key named like an output": ("'watermark'", lambda df: keyed_as(df, "watermark")),
+    "key named like an output, other case": ("'Timing'", lambda df: keyed_as(df, "Timing")),
+    "key given twice": ("'k'", lambda df: windowed(df, key=["k", "k"])),
+    "key named like an inner column": ("'trigger_time'", lambda df: keyed_as(df, "trigger_time")),
+    "a working column's name": ("__fm_", lambda df: keyed_as(df, "__fm_k")),
+    "negative partitions": ("num_partitions", lambda df: windowed(df, num_partitions=-1)),
+    "fractional partitions": ("num_partitions", lambda df: windowed(df, num_partitions=2.5)),
+    "partitions as text": ("num_partitions", lambda df: windowed(df, num_partitions="4")),
+    "key as a Column": ("`key`", lambda df: windowed(df, key=col("k"))),
+    "channel as a Column": (
+        "`channel`",
+        lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": col("ch")}),
+    ),
+    "event time as a Column": (
+        "`event_time`",
+        lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "event_time": col("ts")}),
+    ),
+    "a pandas frame": ("`df`", lambda df: assign_watermarks(df.toPandas(), STRATEGY, **COLUMNS)),
+    "no idle timeouts": (
+        "idle_timeouts",
+        lambda df: analyze_bounds(
+            df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[], **COLUMNS
+        ),
+    ),
+    "bounds not a list": (
+        "bounds",
+        lambda df: analyze_bounds(df, bounds=5, window=WINDOW, **COLUMNS),  # type: ignore[arg-type]
+    ),
+    "bound too large": (
+        "bounds",
+        lambda df: analyze_bounds(df, bounds=[timedelta.max], window=WINDOW, **COLUMNS),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CALLS))
 def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
-    named, call = bad_calls(small)[case]
+    named, call = BAD_CALLS[case]
     pandas_input = case == "a pandas frame"  # making the pandas frame is a job itself
     before = jobs(small.sparkSession)
     with pytest.raises(InvalidParameterError, match=named.replace("(", r"\(")):
-        call()
+        call(small)
     if not pandas_input:
         assert jobs(small.sparkSession) == before
 
