@@ -340,6 +340,11 @@ def check_window(window: Any, unit: str) -> None:
             "SlidingEventTimeWindows.of(...) or EventTimeSessionWindows.with_gap(...), "
             f"got {type(window).__name__}"
         ) from None
+    except InvalidParameterError as err:
+        raise InvalidParameterError(
+            f"invalid parameter `window`: {err} (in whole ticks of the event-time unit "
+            f"{unit!r}: a duration is truncated to it, so one under a tick is 0)"
+        ) from None
 
 
 def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:

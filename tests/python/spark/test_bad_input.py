@@ -94,6 +94,17 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "key given twice": ("'k'", lambda df: windowed(df, key=["k", "k"])),
     "key named like an inner column": ("'trigger_time'", lambda df: keyed_as(df, "trigger_time")),
     "a working column's name": ("__fm_", lambda df: keyed_as(df, "__fm_k")),
+    "window under one tick": (
+        "tick",
+        lambda df: window_aggregate(
+            df,
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(milliseconds=500)),
+            key="k",
+            event_time_unit="s",
+            **COLUMNS,
+        ),
+    ),
     "negative partitions": ("num_partitions", lambda df: windowed(df, num_partitions=-1)),
     "fractional partitions": ("num_partitions", lambda df: windowed(df, num_partitions=2.5)),
     "partitions as text": ("num_partitions", lambda df: windowed(df, num_partitions="4")),
