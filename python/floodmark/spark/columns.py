@@ -93,6 +93,13 @@ def quote(name: str) -> str:
 def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     """The Spark type of column ``name``; a clear error if it does not exist."""
     fields = {f.name: f.dataType for f in df.schema.fields}
+    same = [f.name for f in df.schema.fields if f.name.lower() == name.lower()]
+    if len(same) > 1:  # Spark would fail later: the reference is ambiguous
+        raise schema_error(
+            name,
+            f"the DataFrame has {len(same)} columns named {name!r} (given as {parameter}=: "
+            f"{same}); rename or drop all but one",
+        )
     if name not in fields:
         raise schema_error(
             name,

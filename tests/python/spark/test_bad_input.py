@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.spark import assign_watermarks, watermark_timeline, window_aggregate
 from floodmark.spark.analyze import analyze_bounds
 
@@ -195,6 +195,15 @@ def test_a_column_in_two_roles_appears_once(with_late: Any, tmp_path: Any, roles
             assert {c: row[c] for c in carried} == {c: source[v][c] for c in carried}
     out.late.write.parquet(str(tmp_path / "late"))  # a repeated name would fail here
     out.unpersist()
+
+
+def test_a_column_name_the_frame_has_twice_is_named(small: Any) -> None:
+    twice = small.select("ch", "ts", "arr", "k", "v", small["k"].alias("K"))
+    before = jobs(small.sparkSession)
+    with pytest.raises(SchemaError, match="2 columns named 'k'") as err:
+        windowed(twice)
+    assert err.value.column == "k"
+    assert jobs(small.sparkSession) == before
 
 
 def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any) -> None:
