@@ -36,11 +36,11 @@ identity ``mapInArrow`` pass (medians of the runs since) instead of 5.10x with t
 operator.
 
 Anything else (sliding windows with gaps or more than
-:data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, ``mean``, float
-values, event times within 2^62 of the ``long`` range's ends, a lateness of 2^61 or
-more, more than :data:`MAX_REFIRINGS` records that may refire, tables too large for
-constant arrays, Spark Connect) runs the keyed Rust window
-operator (:mod:`.windows`).
+:data:`MAX_WINDOWS_PER_RECORD` windows per record, session windows, ``mean``, float or
+decimal values, event times or watermarks within 2^62 of the ``long`` range's ends,
+windows of 2^60 ticks or more, a lateness of 2^61 or more, more than
+:data:`MAX_REFIRINGS` records that may refire, tables too large for constant arrays,
+Spark Connect, where no test runs) runs the keyed Rust window operator (:mod:`.windows`).
 """
 
 from __future__ import annotations
