@@ -131,21 +131,11 @@ def analyze_bounds(
             "event-time unit"
         )
     per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
-    try:
-        bound_durations = [seconds(b / per_ev) for b in b_ticks]
-    except OverflowError:
-        raise InvalidParameterError(
-            "invalid parameter `bounds`: a bound is too large to report as a timedelta"
-        ) from None
-    try:
-        idle_durations = [
-            None if i is None else seconds(to_ticks(i, arr.unit, "idle_timeouts") / per_arr)
-            for i in idle_timeouts
-        ]
-    except OverflowError:
-        raise InvalidParameterError(
-            "invalid parameter `idle_timeouts`: a timeout is too large to report as a timedelta"
-        ) from None
+    bound_durations = reported(b_ticks, per_ev, "bounds")
+    idle_ticks = [
+        None if i is None else to_ticks(i, arr.unit, "idle_timeouts") for i in idle_timeouts
+    ]
+    idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
     size, slide, offset = window_grid(window, ev.unit)
     plans = []
     for idle in idle_timeouts:
@@ -261,6 +251,16 @@ def listed(values: object, parameter: str) -> list[Any]:
             f"invalid parameter `{parameter}`: expected a non-empty list, got {values!r}"
         )
     return items
+
+
+def reported(ticks: Sequence[int | None], per_second: int, parameter: str) -> list[Any]:
+    """Durations as the report gives them (None stays None), checked before any job."""
+    try:
+        return [None if t is None else seconds(t / per_second) for t in ticks]
+    except OverflowError:
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: a value too large to report as a timedelta"
+        ) from None
 
 
 def seconds(value: float) -> timedelta:

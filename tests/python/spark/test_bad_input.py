@@ -128,6 +128,12 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "bounds",
         lambda df: analyze_bounds(df, bounds=5, window=WINDOW, **COLUMNS),  # type: ignore[arg-type]
     ),
+    "idle timeout too large": (
+        "idle_timeouts",
+        lambda df: analyze_bounds(
+            df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[timedelta.max], **COLUMNS
+        ),
+    ),
     "bound too large": (
         "bounds",
         lambda df: analyze_bounds(df, bounds=[timedelta.max], window=WINDOW, **COLUMNS),
@@ -206,8 +212,9 @@ def test_a_column_name_the_frame_has_twice_is_named(small: Any) -> None:
     assert jobs(small.sparkSession) == before
 
 
-def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any) -> None:
-    df = spark.createDataFrame([(i % 2, i, -(2**63) + i, "a", i) for i in range(10)], SCHEMA)
+@pytest.mark.parametrize("end", [-(2**63), 2**63 - 10])  # grid times past either end
+def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any, end: int) -> None:
+    df = spark.createDataFrame([(i % 2, i, end + i, "a", i) for i in range(10)], SCHEMA)
     with pytest.raises(InvalidInputError, match="arr") as err:
         assign_watermarks(df, STRATEGY, **COLUMNS)
     assert err.value.column == "arr"
@@ -233,7 +240,7 @@ def test_the_row_ordered_input_is_released(spark: Any, small: Any) -> None:
     assert persisted(spark) == before + 2
     first.unpersist()
     assert persisted(spark) == before + 1
-    assert accounted(second) == small.count()  # its cache is still there
+    assert accounted(second) == small.count()  # second's own cache (counted above) serves it
     second.unpersist()
     assert persisted(spark) == before
 
