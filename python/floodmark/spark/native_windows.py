@@ -31,7 +31,7 @@ per-bucket watermark and the per-window firing come from the Rust timeline; Spar
 the per-record work natively and combines before its shuffle. When the timeline shows
 that no bucket's earliest record can meet a closed window, there is nothing to refire
 and the late output needs no scan at all. Measured on 10M rows (docs/performance.md):
-the whole pipeline with tumbling windows, all three outputs written, 2.7-3.2x an
+the whole pipeline with tumbling windows, all three outputs written, 2.4-3.3x an
 identity ``mapInArrow`` pass (medians of the runs since) instead of 5.10x with the keyed
 operator.
 
