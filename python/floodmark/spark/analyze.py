@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote
 from floodmark.spark.lookup import join_buckets
@@ -120,32 +121,32 @@ def analyze_bounds(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    keys = column_names(key, "key")
-    for k in keys:
-        key_column(df, k, "key")
-    ev, arr = base.event_time, base.arrival
-    b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
-    if min(b_ticks) < 0 or max(b_ticks) >= 1 << 62:
-        raise InvalidParameterError(
-            "invalid parameter `bounds`: give bounds >= 0 and under 2^62 ticks of the "
-            "event-time unit"
-        )
-    per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
-    bound_durations = reported(b_ticks, per_ev, "bounds")
-    idle_ticks = [
-        None if i is None else to_ticks(i, arr.unit, "idle_timeouts") for i in idle_timeouts
-    ]
-    idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
-    size, slide, offset = window_grid(window, ev.unit)
-    plans = []
-    for idle in idle_timeouts:
-        strategy = WatermarkStrategy.for_monotonous_timestamps()
-        if idle is not None:
-            strategy = strategy.with_idleness(idle)
-        plans.append(
-            dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
-        )
-    try:
+    with ordered_input_released(df, arrival, on_success=True):
+        keys = column_names(key, "key")
+        for k in keys:
+            key_column(df, k, "key")
+        ev, arr = base.event_time, base.arrival
+        b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
+        if min(b_ticks) < 0 or max(b_ticks) >= 1 << 62:
+            raise InvalidParameterError(
+                "invalid parameter `bounds`: give bounds >= 0 and under 2^62 ticks of the "
+                "event-time unit"
+            )
+        per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
+        bound_durations = reported(b_ticks, per_ev, "bounds")
+        idle_ticks = [
+            None if i is None else to_ticks(i, arr.unit, "idle_timeouts") for i in idle_timeouts
+        ]
+        idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
+        size, slide, offset = window_grid(window, ev.unit)
+        plans = []
+        for idle in idle_timeouts:
+            strategy = WatermarkStrategy.for_monotonous_timestamps()
+            if idle is not None:
+                strategy = strategy.with_idleness(idle)
+            plans.append(
+                dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
+            )
         agg = bucket_aggregate(df, base)
         curves = []
         lookup = None
@@ -234,9 +235,6 @@ def analyze_bounds(
                 for k, v in rows.items()
             }
         )
-    finally:
-        if arrival is None:
-            df.unpersist()  # the row-ordered input, cached by make_plan
 
 
 def listed(values: object, parameter: str) -> list[Any]:

@@ -16,6 +16,8 @@ itself.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from floodmark.spark.columns import key_column, quote, schema_error
@@ -55,3 +57,20 @@ def with_default_arrival(
         .persist()
     )
     return ordered, ROW_ARRIVAL, "ms"
+
+
+@contextmanager
+def ordered_input_released(
+    df: DataFrame, arrival: str | None, *, on_success: bool = False
+) -> Iterator[None]:
+    """Release the row-ordered input :func:`with_default_arrival` cached (``arrival`` is
+    the caller's: None when it did) if the block fails, and when it ends with
+    ``on_success``; so that a rejected call leaves no cache behind."""
+    try:
+        yield
+    except BaseException:
+        if arrival is None:
+            df.unpersist()
+        raise
+    if on_success and arrival is None:
+        df.unpersist()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import quote, schema_error
 from floodmark.spark.lookup import join_buckets
@@ -114,7 +115,8 @@ def assign_watermarks(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    return apply_timeline(df, compute_timeline(df, plan))
+    with ordered_input_released(df, arrival):  # kept for the result, unless this fails
+        return apply_timeline(df, compute_timeline(df, plan))
 
 
 @without_call_sites
@@ -143,8 +145,5 @@ def watermark_timeline(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    try:
+    with ordered_input_released(df, arrival, on_success=True):
         return compute_timeline(df, plan).to_dataframe(df.sparkSession)
-    finally:
-        if arrival is None:
-            df.unpersist()  # the row-ordered input, cached by make_plan

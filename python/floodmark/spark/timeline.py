@@ -117,7 +117,7 @@ def make_plan(
 
     Returns ``df`` (with the default arrival column added when ``arrival`` is None, see
     :mod:`floodmark.spark.arrival`) and the plan."""
-    from floodmark.spark.arrival import with_default_arrival
+    from floodmark.spark.arrival import ordered_input_released, with_default_arrival
 
     if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
         raise InvalidParameterError(
@@ -129,25 +129,27 @@ def make_plan(
                 f"invalid parameter `{parameter}`: expected a column name (str), "
                 f"got {type(name).__name__}"
             )
+    given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
-    name = event_time or (strategy.timestamp_column if strategy else None)
-    if name is None:
-        raise InvalidParameterError(
-            "invalid parameter `event_time`: name the event-time column, either "
-            "event_time='ts' or strategy.with_timestamp_assigner('ts')"
+    with ordered_input_released(df, given):  # a rejected call keeps no cache
+        name = event_time or (strategy.timestamp_column if strategy else None)
+        if name is None:
+            raise InvalidParameterError(
+                "invalid parameter `event_time`: name the event-time column, either "
+                "event_time='ts' or strategy.with_timestamp_assigner('ts')"
+            )
+        ev = time_column(df, name, event_time_unit, "event_time")
+        arr = time_column(df, arrival, arrival_unit, "arrival")
+        key_column(df, channel, "channel")
+        interval = to_ticks(emit_interval, arr.unit, "emit_interval")
+        if interval <= 0:
+            raise InvalidParameterError(
+                f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
+                f"the arrival column's unit ({arr.unit!r}); give a longer interval"
+            )
+        return df, WatermarkPlan(
+            ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
         )
-    ev = time_column(df, name, event_time_unit, "event_time")
-    arr = time_column(df, arrival, arrival_unit, "arrival")
-    key_column(df, channel, "channel")
-    interval = to_ticks(emit_interval, arr.unit, "emit_interval")
-    if interval <= 0:
-        raise InvalidParameterError(
-            f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
-            f"the arrival column's unit ({arr.unit!r}); give a longer interval"
-        )
-    return df, WatermarkPlan(
-        ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
-    )
 
 
 @dataclass

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote, value_column
 from floodmark.spark.native_windows import candidate, native_outputs
@@ -246,78 +247,81 @@ def window_aggregate(
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
     )
-    keys = column_names(key, "key")
-    if not keys:
-        raise InvalidParameterError("invalid parameter `key`: give at least one key column")
-    for k in keys:
-        key_column(df, k, "key")
-    parsed = parse_aggs(aggs)
-    values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
-    lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
-    if lateness < 0:
-        raise InvalidParameterError(
-            f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
+    # The row-ordered input (no arrival column) stays cached for the outputs, unless
+    # this fails; WindowedOutput.unpersist() releases it.
+    with ordered_input_released(df, arrival):
+        keys = column_names(key, "key")
+        if not keys:
+            raise InvalidParameterError("invalid parameter `key`: give at least one key column")
+        for k in keys:
+            key_column(df, k, "key")
+        parsed = parse_aggs(aggs)
+        values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
+        lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
+        if lateness < 0:
+            raise InvalidParameterError(
+                f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
+            )
+        plan = WindowPlan(
+            wm_plan,
+            window,
+            keys,
+            values,
+            parsed,
+            lateness,
+            send_channel=channel not in keys and channel not in values,
         )
-    plan = WindowPlan(
-        wm_plan,
-        window,
-        keys,
-        values,
-        parsed,
-        lateness,
-        send_channel=channel not in keys and channel not in values,
-    )
-    check_window(window, wm_plan.event_time.unit)
-    check_output_names(plan)
-    if num_partitions is not None:
-        num_partitions = positive_int(num_partitions, "num_partitions")
+        check_window(window, wm_plan.event_time.unit)
+        check_output_names(plan)
+        if num_partitions is not None:
+            num_partitions = positive_int(num_partitions, "num_partitions")
 
-    timeline = compute_timeline(df, wm_plan, event_range=candidate(plan))
-    times, wms = timeline.advances()
-    native = native_outputs(df, plan, timeline, times, wms)
-    if native is not None:
+        timeline = compute_timeline(df, wm_plan, event_range=candidate(plan))
+        times, wms = timeline.advances()
+        native = native_outputs(df, plan, timeline, times, wms)
+        if native is not None:
+            return WindowedOutput(
+                results=results_frame(native[0], plan),
+                late=side_frame(native[1], plan, df, "late"),
+                dropped=errors_frame(df, plan),
+                timeline=timeline,
+                cached=None,
+                ordered_input=df if arrival is None else None,
+            )
+
+        sent = df.where(valid_rows(wm_plan)).select(
+            *[F.col(quote(k)) for k in keys],
+            wm_plan.event_time.ticks().alias(TS),
+            wm_plan.arrival.ticks().alias(ARRIVAL),
+            *([F.col(quote(channel))] if plan.send_channel else []),
+            *[F.col(quote(v)).cast(t).alias(v) for v, t in values.items() if v not in keys],
+        )
+        schemas = output_schemas(plan, sent.schema)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
+        parts = num_partitions or default_partitions(df.sparkSession)
+        # The documented order (arrival, channel, event time, key); the channel is sent
+        # unless it is a key (as a value column, if it is one).
+        ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
+            ARRIVAL, *([quote(channel)] if channel not in keys else []), TS, *map(quote, keys)
+        )
+        # mapInArrow resolves every column by name, reading a dot as a struct field: the
+        # runner gets positional names and restores the real ones.
+        names = ordered.columns
+        runner = make_runner(plan, times, wms, arrow_schemas, names)
+        positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+        cached = positional.mapInArrow(runner, packed_schema()).persist()
         return WindowedOutput(
-            results=results_frame(native[0], plan),
-            late=side_frame(native[1], plan, df, "late"),
-            dropped=errors_frame(df, plan),
+            results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
+            late=side_frame(unpacked(cached, "late", schemas["late"]), plan, df, "late"),
+            dropped=side_frame(
+                unpacked(cached, "dropped", schemas["dropped"]), plan, df, "dropped"
+            ).unionByName(errors_frame(df, plan)),
             timeline=timeline,
-            cached=None,
+            cached=cached,
             ordered_input=df if arrival is None else None,
         )
-
-    sent = df.where(valid_rows(wm_plan)).select(
-        *[F.col(quote(k)) for k in keys],
-        wm_plan.event_time.ticks().alias(TS),
-        wm_plan.arrival.ticks().alias(ARRIVAL),
-        *([F.col(quote(channel))] if plan.send_channel else []),
-        *[F.col(quote(v)).cast(t).alias(v) for v, t in values.items() if v not in keys],
-    )
-    schemas = output_schemas(plan, sent.schema)
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
-    parts = num_partitions or default_partitions(df.sparkSession)
-    # The documented order (arrival, channel, event time, key); the channel is sent
-    # unless it is a key (as a value column, if it is one).
-    ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
-        ARRIVAL, *([quote(channel)] if channel not in keys else []), TS, *map(quote, keys)
-    )
-    # mapInArrow resolves every column by name, reading a dot as a struct field: the
-    # runner gets positional names and restores the real ones.
-    names = ordered.columns
-    runner = make_runner(plan, times, wms, arrow_schemas, names)
-    positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
-    cached = positional.mapInArrow(runner, packed_schema()).persist()
-    return WindowedOutput(
-        results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
-        late=side_frame(unpacked(cached, "late", schemas["late"]), plan, df, "late"),
-        dropped=side_frame(
-            unpacked(cached, "dropped", schemas["dropped"]), plan, df, "dropped"
-        ).unionByName(errors_frame(df, plan)),
-        timeline=timeline,
-        cached=cached,
-        ordered_input=df if arrival is None else None,
-    )
 
 
 def default_partitions(spark: SparkSession) -> int:

@@ -245,6 +245,45 @@ def test_the_row_ordered_input_is_released(spark: Any, small: Any) -> None:
     assert persisted(spark) == before
 
 
+REJECTED_WITHOUT_ARRIVAL: dict[str, Callable[[Any], Any]] = {
+    "an event-time column it lacks": lambda df: assign_watermarks(
+        df, STRATEGY, event_time="nope", channel="ch"
+    ),
+    "a key it lacks": lambda df: window_aggregate(
+        df, STRATEGY, WINDOW, key="nope", event_time="ts", channel="ch"
+    ),
+    "a bad num_partitions": lambda df: window_aggregate(
+        df, STRATEGY, WINDOW, key="k", event_time="ts", channel="ch", num_partitions=0
+    ),
+    "a bound too large": lambda df: analyze_bounds(
+        df, bounds=[timedelta.max], window=WINDOW, event_time="ts", channel="ch"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REJECTED_WITHOUT_ARRIVAL))
+def test_a_rejected_call_keeps_no_cache(small: Any, case: str, monkeypatch: Any) -> None:
+    """Without an arrival column the row-ordered input is cached first; a call that then
+    fails releases it."""
+    from pyspark import StorageLevel
+
+    from floodmark.spark import arrival
+
+    made: list[Any] = []
+
+    def recording(*args: Any) -> Any:
+        out = with_default_arrival(*args)
+        made.append(out[0])
+        return out
+
+    with_default_arrival = arrival.with_default_arrival
+    monkeypatch.setattr(arrival, "with_default_arrival", recording)
+    with pytest.raises((InvalidParameterError, SchemaError)):
+        REJECTED_WITHOUT_ARRIVAL[case](small)
+    assert len(made) == 1
+    assert made[0].storageLevel == StorageLevel(False, False, False, False)
+
+
 def test_names_and_durations_come_in_any_iterable() -> None:
     import pandas as pd
 
