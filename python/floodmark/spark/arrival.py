@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from floodmark.spark.columns import key_column, quote, schema_error
+from floodmark.spark.columns import key_column, name_key, quote, schema_error
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,9 +42,11 @@ def with_default_arrival(
     from pyspark.sql import functions as F
 
     key_column(df, channel, "channel")
-    if ROW_ARRIVAL in df.columns:
+    key = name_key(df)
+    taken = [c for c in df.columns if key(c) == key(ROW_ARRIVAL)]
+    if taken:
         raise schema_error(
-            ROW_ARRIVAL,
+            taken[0],
             f"arrival= was not given and the default arrival column {ROW_ARRIVAL!r} "
             "already exists; pass arrival= or rename it",
         )

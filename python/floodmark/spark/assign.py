@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import quote, schema_error
+from floodmark.spark.columns import name_key, quote, schema_error
 from floodmark.spark.lookup import join_buckets
 from floodmark.spark.timeline import (
     Timeline,
@@ -37,12 +37,13 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
     from pyspark.sql import functions as F
 
     plan = timeline.plan
-    clash = [c for c in ADDED_COLUMNS if c in df.columns]
+    key = name_key(df)
+    clash = [c for c in df.columns if key(c) in {key(a) for a in ADDED_COLUMNS}]
     if clash:
         raise schema_error(
             clash[0],
-            f"the DataFrame already has a column {clash[0]!r}, which assign_watermarks "
-            "adds; rename it first",
+            f"the DataFrame already has a column {clash[0]!r}, and assign_watermarks adds "
+            f"{', '.join(ADDED_COLUMNS)}; rename it first",
         )
     table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
     joined = join_buckets(df, plan, table.rename_columns(["channel", "bucket", _CWM, _WM]))

@@ -8,6 +8,7 @@ back to the input's type. All checks run on the schema, before any job starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -90,10 +91,19 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def name_key(df: DataFrame) -> Callable[[str], str]:
+    """How ``df``'s session tells column names apart: ignoring case (Spark's default)
+    or, under ``spark.sql.caseSensitive=true``, exactly. Two names clash when their keys
+    are equal."""
+    sensitive = str(df.sparkSession.conf.get("spark.sql.caseSensitive", "false"))
+    return str if sensitive.strip().lower() == "true" else str.lower
+
+
 def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     """The Spark type of column ``name``; a clear error if it does not exist."""
     fields = {f.name: f.dataType for f in df.schema.fields}
-    same = [f.name for f in df.schema.fields if f.name.lower() == name.lower()]
+    key = name_key(df)
+    same = [f.name for f in df.schema.fields if key(f.name) == key(name)]
     if len(same) > 1:  # Spark would fail later: the reference is ambiguous
         raise schema_error(
             name,
@@ -101,10 +111,11 @@ def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
             f"{same}); rename or drop all but one",
         )
     if name not in fields:
+        hint = f"; names are matched exactly: did you mean {same[0]!r}?" if same else ""
         raise schema_error(
             name,
             f"the DataFrame has no column {name!r} (given as {parameter}=); "
-            f"its columns are {sorted(fields)}",
+            f"its columns are {sorted(fields)}{hint}",
         )
     return fields[name]
 

@@ -16,7 +16,7 @@ back packed and are cached once (see :mod:`floodmark.spark.packed`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import column_names, key_column, quote, value_column
+from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
 from floodmark.spark.native_windows import candidate, native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.timeline import (
@@ -272,7 +272,7 @@ def window_aggregate(
             send_channel=channel not in keys and channel not in values,
         )
         check_window(window, wm_plan.event_time.unit)
-        check_output_names(plan)
+        check_output_names(plan, name_key(df))
         if num_partitions is not None:
             num_partitions = positive_int(num_partitions, "num_partitions")
 
@@ -410,11 +410,12 @@ def positive_int(value: object, parameter: str) -> int:
     return number
 
 
-def check_output_names(plan: WindowPlan) -> None:
-    """Each output's columns have distinct names (Spark resolves names without regard
-    to case by default, and a write fails on a repeated one): before any job."""
+def check_output_names(plan: WindowPlan, key: Callable[[str], str]) -> None:
+    """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
+    Spark resolves names without regard to case by default, and a write fails on a
+    repeated one): before any job."""
     records = record_names(plan)
-    reserved = [c for c in records if c.startswith("__fm_")]
+    reserved = [c for c in records if key(c).startswith("__fm_")]
     if reserved:
         raise InvalidParameterError(
             f"invalid parameters: column {reserved[0]!r}: names starting with __fm_ are "
@@ -438,8 +439,8 @@ def check_output_names(plan: WindowPlan) -> None:
     ):
         seen: dict[str, str] = {}
         for name in names:
-            if name.lower() in seen:
-                first = seen[name.lower()]
+            if key(name) in seen:
+                first = seen[key(name)]
                 same = repr(name) if first == name else f"{first!r} and {name!r}"
                 raise InvalidParameterError(
                     f"invalid parameters: the {output} output would have two columns named "
@@ -448,7 +449,7 @@ def check_output_names(plan: WindowPlan) -> None:
                     "the aggregates' names; trigger_time and trigger_position inside) must "
                     "be renamed first, and an aggregate or key given only once"
                 )
-            seen[name.lower()] = name
+            seen[key(name)] = name
 
 
 def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:

@@ -4,7 +4,8 @@ with an error naming the parameter or column before any Spark job runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.spark import assign_watermarks, watermark_timeline, window_aggregate
 from floodmark.spark.analyze import analyze_bounds
+from floodmark.spark.assign import ADDED_COLUMNS
 
 STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(milliseconds=3))
 WINDOW = TumblingEventTimeWindows.of(timedelta(milliseconds=10))
@@ -210,6 +212,55 @@ def test_a_column_name_the_frame_has_twice_is_named(small: Any) -> None:
         windowed(twice)
     assert err.value.column == "k"
     assert jobs(small.sparkSession) == before
+
+
+def test_a_name_in_another_case_is_answered_with_the_column(small: Any) -> None:
+    with pytest.raises(SchemaError, match="did you mean 'k'") as err:
+        windowed(small, key="K")
+    assert err.value.column == "K"
+
+
+@contextmanager
+def case_sensitive(spark: Any) -> Iterator[None]:
+    """``spark.sql.caseSensitive=true`` for the block (the session is shared)."""
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+
+
+def rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_names_differing_in_case_are_two_columns_when_spark_says_so(small: Any) -> None:
+    """Under ``spark.sql.caseSensitive=true`` ``k`` and ``K`` are different columns and
+    a key ``Timing`` does not clash with the results' ``timing``: floodmark compares
+    names the way the session does. By default both are refused (as Spark would)."""
+    spark = small.sparkSession
+    twice = small.select("*", small["k"].alias("K"), small["v"].alias("Watermark"))
+    timing = small.withColumnRenamed("k", "Timing")
+    with pytest.raises(SchemaError, match="columns named 'k'"):
+        windowed(twice)
+    with pytest.raises(SchemaError, match="'Watermark'"):
+        assign_watermarks(twice, STRATEGY, **COLUMNS)
+    with pytest.raises(InvalidParameterError, match="'Timing'"):
+        windowed(timing, key="Timing")
+    expected = windowed(small)
+    want = {kind: rows(getattr(expected, kind)) for kind in ("results", "late", "dropped")}
+    want_assigned = rows(assign_watermarks(small, STRATEGY, **COLUMNS))
+    expected.unpersist()
+    with case_sensitive(spark):
+        out = windowed(twice)
+        assert {kind: rows(getattr(out, kind)) for kind in want} == want
+        out.unpersist()
+        renamed = windowed(timing, key="Timing")
+        assert [r[1:] for r in rows(renamed.results)] == [r[1:] for r in want["results"]]
+        renamed.unpersist()
+        assigned = assign_watermarks(twice, STRATEGY, **COLUMNS)
+        assert assigned.columns[-6:] == ["K", "Watermark", *ADDED_COLUMNS]
+        assert [r[:5] + r[7:] for r in rows(assigned)] == want_assigned
 
 
 @pytest.mark.parametrize("end", [-(2**63), 2**63 - 10])  # grid times past either end
