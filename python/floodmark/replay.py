@@ -123,7 +123,10 @@ def replay(
     times = tl.column("time").to_numpy(zero_copy_only=False)
     wms = tl.column("watermark").to_numpy(zero_copy_only=False)
     at = np.searchsorted(times, arr, side="left") - 1
-    wm = np.where(at >= 0, wms[np.maximum(at, 0)], I64_MIN).astype(np.int64)
+    if len(wms):
+        wm = np.where(at >= 0, wms[np.maximum(at, 0)], I64_MIN).astype(np.int64)
+    else:  # no channel ever emitted (no_watermarks, or nothing placeable)
+        wm = np.full(len(arr), I64_MIN, dtype=np.int64)
     is_late = (wm > I64_MIN) & (ts <= wm)
     records = (
         table.append_column("channel_watermark", pa.array(channel_wm))

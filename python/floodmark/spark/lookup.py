@@ -249,7 +249,7 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
         on = [_KEY]
     else:  # a bucket range too wide for one key: join on the pair
         lookup = pa.table({_OFFSET: offsets, _BUCKET: buckets, **columns})
-        recs = recs.withColumn(_OFFSET, offset)
+        recs = recs.withColumn(_OFFSET, F.when(valid_rows(plan), offset))
         on = [_OFFSET, _BUCKET]
     frame = df.sparkSession.createDataFrame(lookup)
     joined = recs.join(F.broadcast(frame), on=on, how="left")

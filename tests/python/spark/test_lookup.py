@@ -21,10 +21,10 @@ from floodmark.time import I64_MAX, I64_MIN
 # 2**62 is in a bucket whose slot would overflow an int (Spark's ANSI mode would fail).
 RECORDS = pa.table(
     {
-        "id": [0, 1, 2, 3, 4, 5, 6],
-        "ts": [10, 20, 30, 40, None, 60, 70],
-        "arrival": [150, 150, 350, 350, 350, 9_000, 2**62],
-        "channel": [0, 1, 1, 3, 1, 1, 1],
+        "id": [0, 1, 2, 3, 4, 5, 6, 7],
+        "ts": [10, 20, 30, 40, None, 60, 70, None],
+        "arrival": [150, 150, 350, 350, 350, 9_000, 2**62, 150],
+        "channel": [0, 1, 1, 3, 1, 1, 1, 0],
     }
 )
 # No row for (1, 2), for channel 3, or for bucket 45; I64_MAX is a value like any other.
@@ -44,6 +44,7 @@ WANT = {
     4: (None, None),  # null event time: not placeable
     5: (None, None),  # bucket 45 outside the table's range
     6: (None, None),  # far outside it
+    7: (None, None),  # null event time in a slot the table has: still not placeable
 }
 
 
