@@ -56,6 +56,7 @@ def main() -> None:
 
     from floodmark import TumblingEventTimeWindows, WatermarkStrategy
     from floodmark.datagen import StreamSpec, generate
+    from floodmark.progress import QUIET_SPARK_CONF
     from floodmark.spark import assign_watermarks, local_session, window_aggregate
 
     path = Path(args.data) / f"rows-{args.rows}.parquet"
@@ -65,7 +66,7 @@ def main() -> None:
         spec = StreamSpec(rows=args.rows, partitions=16, keys=10_000, duration_ms=3_600_000)
         table = generate(spec).drop(["id"])
         pq.write_table(table, path, row_group_size=1_000_000)
-    spark = local_session(master=args.master)
+    spark = local_session(master=args.master, conf=QUIET_SPARK_CONF)
     df = spark.read.parquet(str(path))
     cols = df.columns
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5)).with_idleness(
