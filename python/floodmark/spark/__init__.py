@@ -1,7 +1,9 @@
 """floodmark on Spark: Flink-exact watermarks and windows over a PySpark DataFrame.
 
-Functions take a DataFrame and return DataFrames, so they compose with
-``DataFrame.transform``. See ``docs/spark.md`` for the stages and their costs.
+``assign_watermarks`` and ``watermark_timeline`` take a DataFrame and return one, so they
+compose with ``DataFrame.transform``; ``window_aggregate`` returns its three outputs
+(results, late, dropped) as a :class:`WindowedOutput` of DataFrames. See
+``docs/spark.md`` for the outputs, the stages and their costs.
 """
 
 from floodmark.spark.assign import assign_watermarks, watermark_timeline

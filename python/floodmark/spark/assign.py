@@ -32,11 +32,9 @@ ADDED_COLUMNS = ("channel_watermark", "watermark", "is_late", "error")
 _CWM, _WM = "__fm_channel_wm", "__fm_wm"
 
 
-def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
-    """Each record with the watermarks in force when it arrived (stage 3)."""
-    from pyspark.sql import functions as F
-
-    plan = timeline.plan
+def check_added_names(df: DataFrame) -> None:
+    """No input column is named like one :func:`assign_watermarks` adds (before any
+    job)."""
     key = name_key(df)
     clash = [c for c in df.columns if key(c) in {key(a) for a in ADDED_COLUMNS}]
     if clash:
@@ -45,6 +43,13 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
             f"the DataFrame already has a column {clash[0]!r}, and assign_watermarks adds "
             f"{', '.join(ADDED_COLUMNS)}; rename it first",
         )
+
+
+def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
+    """Each record with the watermarks in force when it arrived (stage 3)."""
+    from pyspark.sql import functions as F
+
+    plan = timeline.plan
     table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
     joined = join_buckets(df, plan, table.rename_columns(["channel", "bucket", _CWM, _WM]))
     reason = error_reason(plan)
@@ -117,6 +122,7 @@ def assign_watermarks(
         arrival_unit=arrival_unit,
     )
     with ordered_input_released(df, arrival):  # kept for the result, unless this fails
+        check_added_names(df)
         return apply_timeline(df, compute_timeline(df, plan))
 
 

@@ -27,7 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
-from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
+from floodmark.spark.columns import (
+    TimeColumn,
+    key_column,
+    name_key,
+    quote,
+    schema_error,
+    time_column,
+)
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MAX, I64_MIN, Duration, to_ticks
 from floodmark.watermarks import combine, drive
@@ -124,11 +131,25 @@ def make_plan(
             f"invalid parameter `df`: expected a pyspark DataFrame, got {type(df).__name__}"
         )
     for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
-        if name is not None and not isinstance(name, str):
+        if (name is not None or parameter == "channel") and not isinstance(name, str):
             raise InvalidParameterError(
                 f"invalid parameter `{parameter}`: expected a column name (str), "
                 f"got {type(name).__name__}"
             )
+    if arrival is None and arrival_unit is not None:
+        raise InvalidParameterError(
+            "invalid parameter `arrival_unit`: it is the unit of the arrival column, and "
+            "no arrival= was given (the row order within each channel is the arrival "
+            "then, in ms ticks); pass arrival= or drop arrival_unit"
+        )
+    key = name_key(df)
+    reserved = [c for c in df.columns if key(c).startswith("__fm_")]
+    if reserved:
+        raise schema_error(
+            reserved[0],
+            f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
+            "columns; rename it first",
+        )
     given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     with ordered_input_released(df, given):  # a rejected call keeps no cache

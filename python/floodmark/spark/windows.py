@@ -15,6 +15,7 @@ back packed and are cached once (see :mod:`floodmark.spark.packed`).
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -272,7 +273,7 @@ def window_aggregate(
             send_channel=channel not in keys and channel not in values,
         )
         check_window(window, wm_plan.event_time.unit)
-        check_output_names(plan, name_key(df))
+        check_output_names(plan, df.columns, name_key(df))
         if num_partitions is not None:
             num_partitions = positive_int(num_partitions, "num_partitions")
 
@@ -314,9 +315,17 @@ def window_aggregate(
         cached = positional.mapInArrow(runner, packed_schema()).persist()
         return WindowedOutput(
             results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
-            late=side_frame(unpacked(cached, "late", schemas["late"]), plan, df, "late"),
+            late=side_frame(
+                matched(df, plan, unpacked(cached, "late", schemas["late"]), "watermark"),
+                plan,
+                df,
+                "late",
+            ),
             dropped=side_frame(
-                unpacked(cached, "dropped", schemas["dropped"]), plan, df, "dropped"
+                matched(df, plan, unpacked(cached, "dropped", schemas["dropped"]), "reason"),
+                plan,
+                df,
+                "dropped",
             ).unionByName(errors_frame(df, plan)),
             timeline=timeline,
             cached=cached,
@@ -367,34 +376,31 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
     )
 
 
-def record_names(plan: WindowPlan) -> list[str]:
-    """The input columns late and dropped rows carry, each once (one column can have two
-    roles, e.g. the arrival column also as the event time, or a key also aggregated)."""
-    wm = plan.wm
-    chan = [wm.channel] if plan.send_channel else []
-    names = [*plan.keys, wm.event_time.name, wm.arrival.name, *chan, *plan.values]
-    return list(dict.fromkeys(names))
-
-
-def record_columns(plan: WindowPlan, df: DataFrame) -> list[Any]:
-    """Late and dropped rows carry the stage's columns, in their input types."""
+def matched(df: DataFrame, plan: WindowPlan, rows: DataFrame, extra: str) -> DataFrame:
+    """The input rows, every column, that the keyed operator emitted in ``rows`` (its
+    late or dropped records, carrying only the columns it was sent), with ``extra``
+    (the watermark they met, or the reason). A record's fate depends only on its keys,
+    event time, arrival and channel: records equal in those are adjacent in the
+    runner's order (arrival, channel, event time, key), meet the same watermark, and a
+    late one leaves the window state as it was; so joining the input on them (keys
+    null-safe) finds exactly the rows the operator emitted, each once."""
     from pyspark.sql import functions as F
 
-    types = {f.name: f.dataType for f in df.schema.fields}
     wm = plan.wm
-    ticks = {
-        wm.event_time.name: wm.event_time.from_ticks(F.col(TS)),
-        wm.arrival.name: wm.arrival.from_ticks(F.col(ARRIVAL)),
-    }
-    cols: list[Any] = []
-    for name in record_names(plan):
-        if name in plan.keys or (plan.send_channel and name == wm.channel):
-            cols.append(F.col(quote(name)))
-        elif name in ticks:
-            cols.append(ticks[name].cast(types[name]).alias(name))
-        else:
-            cols.append(F.col(quote(name)).cast(types[name]).alias(name))
-    return cols
+    names = [*plan.keys, TS, ARRIVAL, *([wm.channel] if wm.channel not in plan.keys else [])]
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    emitted = rows.select(
+        *[F.col(quote(n)).alias(f"__fm_m{i}") for i, n in enumerate(names)],
+        F.col(extra).alias("__fm_extra"),
+    ).distinct()
+    records = df.where(valid_rows(wm)).select(
+        "*", wm.event_time.ticks().alias(TS), wm.arrival.ticks().alias(ARRIVAL)
+    )
+    same = [
+        F.col(quote(n)).cast(types[n]).eqNullSafe(F.col(f"__fm_m{i}")) for i, n in enumerate(names)
+    ]
+    joined = records.join(emitted, functools.reduce(operator.and_, same), "inner")
+    return joined.select(*[F.col(quote(c)) for c in df.columns], F.col("__fm_extra").alias(extra))
 
 
 def positive_int(value: object, parameter: str) -> int:
@@ -410,17 +416,10 @@ def positive_int(value: object, parameter: str) -> int:
     return number
 
 
-def check_output_names(plan: WindowPlan, key: Callable[[str], str]) -> None:
+def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[str], str]) -> None:
     """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
     Spark resolves names without regard to case by default, and a write fails on a
-    repeated one): before any job."""
-    records = record_names(plan)
-    reserved = [c for c in records if key(c).startswith("__fm_")]
-    if reserved:
-        raise InvalidParameterError(
-            f"invalid parameters: column {reserved[0]!r}: names starting with __fm_ are "
-            "floodmark's working columns; rename it first"
-        )
+    repeated one): before any job. Late and dropped rows carry every input column."""
     results = [
         *plan.keys,
         "window_start",
@@ -434,25 +433,36 @@ def check_output_names(plan: WindowPlan, key: Callable[[str], str]) -> None:
     ]
     for output, names in (
         ("results", results),
-        ("late", [*records, "watermark"]),
-        ("dropped", [*records, "reason"]),
+        ("late", [*columns, "watermark"]),
+        ("dropped", [*columns, "reason"]),
     ):
         seen: dict[str, str] = {}
         for name in names:
             if key(name) in seen:
                 first = seen[key(name)]
                 same = repr(name) if first == name else f"{first!r} and {name!r}"
+                if output == "results":
+                    hint = (
+                        "a key or value column named like a column window_aggregate adds "
+                        "(window_start, window_end, watermark, timing, fired_at, the "
+                        "aggregates' names; trigger_time and trigger_position inside) must "
+                        "be renamed first, and an aggregate or key given only once"
+                    )
+                else:
+                    hint = (
+                        "late and dropped rows carry every input column, plus watermark "
+                        "(late) or reason (dropped): rename or drop the input's column first"
+                    )
                 raise InvalidParameterError(
                     f"invalid parameters: the {output} output would have two columns named "
-                    f"{same}; a key or value column named like a column window_aggregate "
-                    "adds (window_start, window_end, watermark, timing, fired_at, reason, "
-                    "the aggregates' names; trigger_time and trigger_position inside) must "
-                    "be renamed first, and an aggregate or key given only once"
+                    f"{same}; {hint}"
                 )
             seen[key(name)] = name
 
 
 def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
+    """Late or dropped rows: every input column, in the input's order and types, and
+    the watermark they met (``late``, from ticks) or the reason (``dropped``)."""
     from pyspark.sql import functions as F
 
     extra = (
@@ -460,12 +470,13 @@ def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> D
         if kind == "late"
         else F.col("reason")
     )
-    return rows.select(*record_columns(plan, df), extra)
+    return rows.select(*[F.col(quote(c)) for c in df.columns], extra)
 
 
 def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
-    """Rows the watermark stages cannot place, with the reason (never lost)."""
+    """Rows the watermark stages cannot place, every column, with the reason (never
+    lost)."""
     from pyspark.sql import functions as F
 
-    cols = [F.col(quote(c)) for c in record_names(plan)]
+    cols = [F.col(quote(c)) for c in df.columns]
     return df.where(~valid_rows(plan.wm)).select(*cols, error_reason(plan.wm).alias("reason"))

@@ -94,8 +94,19 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "key named like an output": ("'watermark'", lambda df: keyed_as(df, "watermark")),
     "key named like an output, other case": ("'Timing'", lambda df: keyed_as(df, "Timing")),
     "key given twice": ("'k'", lambda df: windowed(df, key=["k", "k"])),
+    "an input column named like a dropped column": (
+        "dropped output would have two columns named 'reason'",
+        lambda df: windowed(df.withColumn("reason", col("v"))),
+    ),
+    "channel None": (
+        "`channel`",
+        lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": None}),
+    ),
+    "arrival unit without arrival": (
+        "`arrival_unit`",
+        lambda df: assign_watermarks(df, STRATEGY, event_time="ts", channel="ch", arrival_unit="s"),
+    ),
     "key named like an inner column": ("'trigger_time'", lambda df: keyed_as(df, "trigger_time")),
-    "a working column's name": ("__fm_", lambda df: keyed_as(df, "__fm_k")),
     "window under one tick": (
         "tick",
         lambda df: window_aggregate(
@@ -212,6 +223,58 @@ def test_a_column_name_the_frame_has_twice_is_named(small: Any) -> None:
         windowed(twice)
     assert err.value.column == "k"
     assert jobs(small.sparkSession) == before
+
+
+def test_working_column_names_are_refused_by_every_function(small: Any) -> None:
+    marked = small.withColumn("__fm_note", col("v"))  # not one of the stage's columns
+    before = jobs(small.sparkSession)
+    calls: list[Callable[[], object]] = [
+        lambda: assign_watermarks(marked, STRATEGY, **COLUMNS),
+        lambda: watermark_timeline(marked, STRATEGY, **COLUMNS),
+        lambda: windowed(marked),
+        lambda: analyze_bounds(marked, bounds=[timedelta(0)], window=WINDOW, key="k", **COLUMNS),
+    ]
+    for call in calls:
+        with pytest.raises(SchemaError, match="__fm_ are floodmark's working columns") as err:
+            call()
+        assert err.value.column == "__fm_note"
+    assert jobs(small.sparkSession) == before
+
+
+def test_a_column_assign_watermarks_adds_is_refused_before_any_job(small: Any) -> None:
+    marked = small.withColumn("Is_Late", col("v"))
+    before = jobs(small.sparkSession)
+    with pytest.raises(SchemaError, match="already has a column 'Is_Late'") as err:
+        assign_watermarks(marked, STRATEGY, **COLUMNS)
+    assert err.value.column == "Is_Late"
+    assert jobs(small.sparkSession) == before
+
+
+@pytest.mark.parametrize("aggs", [["count", ("sum", "v")], ["count", ("mean", "d")]])
+def test_late_and_dropped_rows_carry_every_input_column(with_late: Any, aggs: list) -> None:
+    """Flink's side output is the whole record: every input column, with its type and
+    value (decimals too, though the keyed operator, which ``mean`` runs, gets them as
+    doubles), on both paths."""
+    from pyspark.sql import functions as F
+
+    df = with_late.select(
+        "*",
+        F.concat(F.lit("payload-"), col("v").cast("string")).alias("payload"),
+        (col("v") / F.lit(3)).cast("decimal(20,10)").alias("d"),
+    )
+    out = windowed(df, aggs=aggs)
+    assert (out.cached is None) == (aggs[1][0] == "sum")  # native path, or the keyed one
+    source = {r["v"]: r.asDict() for r in df.collect()}
+    for name, extra, values in (("late", "watermark", {1000}), ("dropped", "reason", {1001})):
+        frame = getattr(out, name)
+        assert frame.columns == [*df.columns, extra]
+        assert frame.dtypes[:-1] == df.dtypes
+        rows = {r["v"]: r.asDict() for r in frame.collect()}
+        assert set(rows) == values
+        for v, row in rows.items():
+            assert {c: row[c] for c in df.columns} == source[v]
+    assert accounted(out) == df.count()
+    out.unpersist()
 
 
 def test_a_name_in_another_case_is_answered_with_the_column(small: Any) -> None:

@@ -73,12 +73,44 @@ def test_timestamp_ntz_round_trips(spark: Any) -> None:
         for i in range(20)
     ]
     df = spark.createDataFrame(rows, "p int, ts timestamp_ntz, arr timestamp_ntz")
-    out = assign_watermarks(df, STRATEGY, event_time="ts", channel="p", arrival="arr")
+    # A DataFrame in, a DataFrame out: it composes with DataFrame.transform.
+    out = df.transform(assign_watermarks, STRATEGY, event_time="ts", channel="p", arrival="arr")
     assert dict(out.dtypes)["watermark"] == "timestamp_ntz"
     got = out.orderBy("arr", "p").toArrow().to_pylist()
     last = got[-1]
     # The emission before the last arrival (13.35 s) saw event times up to 12.6 s.
     assert last["watermark"] == t0 + timedelta(milliseconds=12_600 - 1000, microseconds=-1)
+
+
+def test_timestamp_ntz_windows_keep_the_type(spark: Any) -> None:
+    t0 = datetime(2026, 3, 29, 0, 59, 58)
+    ms = timedelta(milliseconds=1)
+    rows = [
+        (p, t0 + 700 * i * ms, t0 + (700 * i + 50) * ms, i) for p in range(2) for i in range(20)
+    ]
+    rows += [(0, t0, t0 + 20_000 * ms, 100), (1, None, t0, 101)]  # one late, one without ts
+    df = spark.createDataFrame(rows, "p int, ts timestamp_ntz, arr timestamp_ntz, v long")
+    for aggs in (["count"], ["count", ("mean", "v")]):  # the native path, the keyed one
+        out = window_aggregate(
+            df,
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=2)),
+            key="p",
+            event_time="ts",
+            channel="p",
+            arrival="arr",
+            aggs=aggs,
+        )
+        types = dict(out.results.dtypes)
+        assert [types[c] for c in ("window_start", "window_end", "watermark", "fired_at")] == [
+            "timestamp_ntz"
+        ] * 4
+        assert dict(out.late.dtypes) == {**dict(df.dtypes), "watermark": "timestamp_ntz"}
+        assert [r["v"] for r in out.late.collect()] == [100]
+        assert [(r["v"], r["reason"]) for r in out.dropped.collect()] == [(101, "null_event_time")]
+        first = out.results.orderBy("p", "window_start").first()
+        assert first is not None and first["window_start"] == datetime(2026, 3, 29, 0, 59, 58)
+        out.unpersist()
 
 
 def test_default_arrival_is_row_order(spark: Any) -> None:
