@@ -114,17 +114,27 @@ def pipeline(
     with progress.stage("writing results/, late/, dropped/"):
         for name, frame in (("results", out.results), ("late", out.late), ("dropped", out.dropped)):
             frame.write.mode("overwrite").parquet(str(output / name))
+    out.unpersist()
     with progress.stage("collecting report figures"):
+        # From the outputs just written (not computed again), aggregated in Spark: the
+        # driver gets a row per (window end, firing, timing) and per partition.
         plan = out.timeline.plan
         ev, arr = plan.event_time, plan.arrival
-        firings = out.results.select(
-            _ticks(ev, "window_end"), _ticks(arr, "fired_at"), F.col("timing")
-        ).toArrow()
+        spark = df.sparkSession
+        results, late_rows, dropped_rows = (
+            spark.read.parquet(str(output / name)) for name in ("results", "late", "dropped")
+        )
+        firings = (
+            results.select(_ticks(ev, "window_end"), _ticks(arr, "fired_at"), F.col("timing"))
+            .groupBy("window_end", "fired_at", "timing")
+            .agg(F.count(F.lit(1)).alias("firings"))
+            .toArrow()
+        )
         counts = df.groupBy(F.col(args.channel).alias("partition")).count()
-        late = out.late.groupBy(F.col(args.channel).alias("partition")).agg(
+        late = late_rows.groupBy(F.col(args.channel).alias("partition")).agg(
             F.count(F.lit(1)).alias("late")
         )
-        dropped = out.dropped.groupBy(F.col(args.channel).alias("partition")).agg(
+        dropped = dropped_rows.groupBy(F.col(args.channel).alias("partition")).agg(
             F.count(F.lit(1)).alias("dropped")
         )
         parts = (
@@ -135,7 +145,6 @@ def pipeline(
             .orderBy("partition")
             .toArrow()
         )
-    out.unpersist()
     return ReportInputs(
         title=title,
         settings=settings(args, args.window),

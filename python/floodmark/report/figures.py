@@ -99,9 +99,18 @@ def min_channel_spans(timeline: pa.Table, end: int) -> list[tuple[Any, int, int]
     return spans
 
 
+def firing_counts(firings: pa.Table) -> np.ndarray:
+    """How many firings each row stands for: its ``firings`` column (rows grouped by
+    window end, firing time and timing), else one each."""
+    if "firings" in firings.column_names:
+        return _ints(firings, "firings")
+    return np.ones(firings.num_rows, dtype=np.int64)
+
+
 def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.ndarray:
     """Seconds from each on-time window's end (event time) to its firing (arrival
-    time); firings at the end of input (``fired_at`` null) are left out."""
+    time), one value per firing; firings at the end of input (``fired_at`` null) are
+    left out."""
     on_time = firings.filter(
         pc.and_(pc.equal(firings.column("timing"), "on_time"), pc.is_valid(firings["fired_at"]))
     )
@@ -109,7 +118,8 @@ def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.n
     fine = max(TICKS_PER_SECOND[event_unit], TICKS_PER_SECOND[arrival_unit])
     fired = _ints(on_time, "fired_at") * (fine // TICKS_PER_SECOND[arrival_unit])
     end = _ints(on_time, "window_end") * (fine // TICKS_PER_SECOND[event_unit])
-    return np.asarray((fired - end) / fine, dtype=np.float64)
+    delays = np.asarray((fired - end) / fine, dtype=np.float64)
+    return np.repeat(delays, firing_counts(on_time))
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,11 @@ class ReportInputs:
         partitions: one row per partition: ``partition``, ``records``, ``late``,
             ``dropped`` and, optionally, ``spark_dropped`` (what Spark's own global
             watermark would have dropped).
-        firings: one row per window firing: ``window_end`` (event-time ticks),
-            ``fired_at`` (arrival ticks, null if the end of input fired it), ``timing``
-            (``on_time``/``late``).
+        firings: window firings: ``window_end`` (event-time ticks), ``fired_at``
+            (arrival ticks, null if the end of input fired it), ``timing``
+            (``on_time``/``late``), and optionally ``firings``: how many firings (keys)
+            the row stands for (one each without it). Every key's window fires at the
+            same watermark advance, so grouped rows stay few however many keys there are.
         analysis: the bound sweep of ``floodmark analyze``: ``idle_timeout``,
             ``bound``, ``late_fraction``, ``delay_median_s``, ``delay_p99_s``,
             ``windows``.

@@ -10,6 +10,7 @@ import pyarrow as pa
 from floodmark.report.figures import (
     column_sum,
     delay_stats,
+    firing_counts,
     firing_delays,
     label,
     partition_lag,
@@ -59,10 +60,12 @@ def totals(inputs: ReportInputs) -> list[tuple[str, str]]:
     if records is not None:
         rows.append(("records", f"{records:,}"))
     if inputs.firings is not None:
+        counts = firing_counts(inputs.firings)
         timing = inputs.firings.column("timing").to_pylist()
-        on_time = sum(1 for t in timing if t == "on_time")
-        rows.append(("windows fired", f"{len(timing):,}"))
-        rows.append(("  on time / re-fired", f"{on_time:,} / {len(timing) - on_time:,}"))
+        fired = int(counts.sum())
+        on_time = int(sum(n for t, n in zip(timing, counts, strict=True) if t == "on_time"))
+        rows.append(("windows fired", f"{fired:,}"))
+        rows.append(("  on time / re-fired", f"{on_time:,} / {fired - on_time:,}"))
         stats = delay_stats(firing_delays(inputs.firings, inputs.event_unit, inputs.arrival_unit))
         if stats.count:
             rows.append(("firing delay", f"median {stats.median:.2f} s, p99 {stats.p99:.2f} s"))

@@ -32,3 +32,25 @@ def test_many_partitions_are_cut_with_a_count() -> None:
     )
     text = render_summary(ReportInputs(partitions=parts), max_partitions=10)
     assert "... 90 more rows" in text
+
+
+def test_grouped_firings_count_as_many_as_they_stand_for() -> None:
+    """The command line hands over firings grouped by (window end, fired at, timing)
+    with a ``firings`` count; the summary and the delays weigh each row by it."""
+    import dataclasses
+
+    import numpy as np
+    import pyarrow as pa
+
+    from floodmark.report.figures import firing_delays
+
+    plain = synthetic.inputs()
+    firings = plain.firings
+    assert firings is not None
+    doubled = firings.append_column("firings", pa.array(np.full(firings.num_rows, 2, np.int64)))
+    grouped = dataclasses.replace(plain, firings=doubled)
+    assert "998 / 2" in render_summary(grouped)  # 499 / 1, each row standing for two
+    once = firing_delays(firings, "ms", "ms")
+    twice = firing_delays(doubled, "ms", "ms")
+    assert len(twice) == 2 * len(once)
+    assert sorted(twice) == sorted(np.concatenate([once, once]))
