@@ -9,8 +9,9 @@ computed at the end of the previous batch, but filters late *input* with the one
 that (``eventTimeWatermarkForLateEvents``): for batch ``i``, the maximum event time over
 batches ``<= i - 2`` minus the delay. A windowed aggregation drops an input record
 whose window ended at or before that watermark; for a tumbling window of size ``S`` the
-end is ``floor(ts / S) * S + S``. This model matches a real Structured Streaming query
-row for row (``tests/python/spark/test_conservation_and_errors.py``). Everything is
+end is ``floor(ts / S) * S + S``. This model matches a real Structured Streaming query:
+the same number of dropped rows in every partition
+(``tests/python/spark/test_conservation_and_errors.py``). Everything is
 native Spark: one aggregation per batch, a running maximum over the small batch table,
 and a broadcast join back.
 """

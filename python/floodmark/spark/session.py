@@ -1,10 +1,13 @@
 """A local Spark session with the Arrow settings floodmark is tuned for.
 
-Measured on a 2-core machine (Spark 4.3, 10M rows): with
-``spark.sql.execution.arrow.maxBytesPerBatch`` at its default, Spark re-measures each
-Arrow batch's bytes for every row, a third of the JVM's time; only the exact value
-2147483647 skips that, and with ~100k rows per batch an Arrow UDF pass runs 2-3x faster.
-These are the defaults here; every one can be overridden with ``conf``.
+With ``spark.sql.execution.arrow.maxBytesPerBatch`` at its default, Spark re-measures
+each Arrow batch's bytes for every row, a third of the JVM's time; only the exact value
+2147483647 skips that. With it and ~100k rows per batch, an identity ``mapInArrow``
+pass over 10M rows ran 2-3x faster on the machine where this was first measured
+(6.9-7.7 -> 2.5-4.0 s) and ~1.4x faster on this project's bench machine (1.84 ->
+1.35 s; docs/performance.md). These are the defaults here; every one can be overridden
+with ``conf``. The settings for a small local session (:data:`LOCAL_CONF`) apply only
+to ``local`` masters.
 """
 
 from __future__ import annotations
@@ -26,12 +29,17 @@ ARROW_CONF: dict[str, str] = {
 
 DEFAULT_CONF: dict[str, str] = {
     **ARROW_CONF,
-    "spark.sql.shuffle.partitions": "4",
     # The window aggregation groups millions of (key, window) pairs: the first-level
     # fast hash map (2^16 slots) overflows and costs every row a failed probe.
     "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
-    "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
+}
+
+#: Added for ``local`` masters only: a cluster keeps its own shuffle width, web UI and
+#: driver memory.
+LOCAL_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
     "spark.driver.memory": "4g",
 }
 
@@ -49,7 +57,8 @@ def local_session(
     """Get (or create) a Spark session with floodmark's Arrow settings.
 
     Args:
-        master: Spark master URL; ``local[*]`` (all cores) by default, or a cluster URL.
+        master: Spark master URL; ``local[*]`` (all cores) by default, or a cluster URL
+            (then :data:`LOCAL_CONF` is left out).
         app_name: the application's name.
         conf: extra or overriding Spark settings.
 
@@ -66,11 +75,12 @@ def local_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    local = master.strip().lower().startswith("local")
+    for key, value in {**DEFAULT_CONF, **(LOCAL_CONF if local else {}), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-__all__ = ["ARROW_CONF", "DEFAULT_CONF", "local_session"]
+__all__ = ["ARROW_CONF", "DEFAULT_CONF", "LOCAL_CONF", "local_session"]
