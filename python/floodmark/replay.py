@@ -35,7 +35,10 @@ class Replay:
             ``channel_watermark``, ``watermark`` and ``is_late``.
         timeline: the combined timeline (``time``, ``watermark``, ``status``,
             ``min_channel`` as a channel value).
-        results, late, dropped: the window outputs (empty without a window).
+        results, late: the window outputs (empty without a window).
+        dropped: the rows that could not be placed (a null event time, arrival or
+            channel), with a ``reason`` as the Spark functions give it, then the window
+            operator's own (e.g. ``no_window``).
     """
 
     records: pa.Table
@@ -82,6 +85,15 @@ def replay(
         pc.and_(pc.is_valid(table[ev]), pc.is_valid(table[arrival])), pc.is_valid(table[channel])
     )
     errors = table.filter(pc.invert(valid))
+    reason = pc.case_when(
+        pc.make_struct(
+            pc.is_null(errors[ev]), pc.is_null(errors[arrival]), pc.is_null(errors[channel])
+        ),
+        "null_event_time",
+        "null_arrival",
+        "null_channel",
+    )
+    errors = errors.append_column("reason", reason)
     table = processing_order(table.filter(valid), arrival, channel, ev, keys)
     arr = table[arrival].to_numpy().astype(np.int64)
     ts = table[ev].to_numpy().astype(np.int64)
@@ -171,7 +183,9 @@ def replay(
     results = pa.Table.from_batches([o.results for o in outs]) if outs else empty
     late = pa.Table.from_batches([o.late for o in outs]) if outs else empty
     dropped = pa.Table.from_batches([o.dropped for o in outs]) if outs else empty
-    return Replay(records, timeline, results, late, dropped)
+    if dropped.num_columns:
+        errors = pa.concat_tables([errors, dropped.select(errors.column_names).cast(errors.schema)])
+    return Replay(records, timeline, results, late, errors)
 
 
 __all__ = ["Replay", "processing_order", "replay"]

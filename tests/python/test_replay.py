@@ -1,4 +1,4 @@
-"""floodmark.replay on streams whose combined timeline is empty."""
+"""floodmark.replay: streams whose combined timeline is empty, rows it cannot place."""
 
 from __future__ import annotations
 
@@ -27,3 +27,31 @@ def test_a_strategy_that_never_emits_leaves_every_record_before_any_watermark() 
     assert out.late.num_rows == 0
     fired = [(r["window_start"], r["count"], r["watermark"]) for r in out.results.to_pylist()]
     assert fired == [(0, 2, I64_MAX), (10, 1, I64_MAX)]  # at the end of input
+
+
+def test_rows_it_cannot_place_are_dropped_with_a_reason() -> None:
+    """As the Spark functions report them, with or without windows; never lost."""
+    table = pa.table(
+        {
+            "chan": [0, 0, None, 1, 0],
+            "ev": [1, None, 3, 4, 5],
+            "arr": [1, 2, 3, None, 5],
+            "k": [0, 0, 0, 0, 0],
+        }
+    )
+    for window in (None, TumblingEventTimeWindows.of(10)):
+        out = replay(
+            table,
+            WatermarkStrategy.for_monotonous_timestamps(),
+            channel="chan",
+            arrival="arr",
+            event_time="ev",
+            window=window,
+            key="k",
+        )
+        assert out.dropped.select(["ev", "arr", "reason"]).to_pylist() == [
+            {"ev": None, "arr": 2, "reason": "null_event_time"},
+            {"ev": 3, "arr": 3, "reason": "null_channel"},
+            {"ev": 4, "arr": None, "reason": "null_arrival"},
+        ]
+        assert out.records.num_rows == 2

@@ -62,6 +62,20 @@ def test_no_placeable_row_is_not_a_crash(frames: dict[str, Any], name: str) -> N
     assert accounted(out) == n
 
 
+def test_each_null_is_reported_with_its_reason(spark: Any) -> None:
+    rows = [(i % 2, 100 + i, 100 + i, "a", i) for i in range(20)]
+    rows += [(0, None, 130, "a", 100), (1, 130, None, "a", 101), (None, 130, 130, "a", 102)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    reasons = {100: "null_event_time", 101: "null_arrival", 102: "null_channel"}
+    marked = assign_watermarks(df, STRATEGY, **COLUMNS).where("error is not null").collect()
+    assert {r["v"]: r["error"] for r in marked} == reasons
+    for aggs in (["count"], ["count", ("mean", "v")]):  # the native path, the keyed one
+        out = windowed(df, aggs=aggs)
+        assert {r["v"]: r["reason"] for r in out.dropped.collect()} == reasons
+        assert accounted(out) == len(rows)
+        out.unpersist()
+
+
 def test_timeline_of_a_strategy_that_never_emits_is_empty(spark: Any) -> None:
     df = spark.createDataFrame([(i % 2, i, i, "a", i) for i in range(50)], SCHEMA)
     timeline = watermark_timeline(df, WatermarkStrategy.no_watermarks(), **COLUMNS)

@@ -39,7 +39,7 @@ def df(spark: Any) -> Any:
     return spark.createDataFrame(generate(SPEC))
 
 
-def run(df: Any, window: Any, lateness: timedelta = timedelta(0)) -> Any:
+def run(df: Any, window: Any, lateness: timedelta = timedelta(0), aggs: Any = None) -> Any:
     return window_aggregate(
         df,
         STRATEGY,
@@ -48,29 +48,52 @@ def run(df: Any, window: Any, lateness: timedelta = timedelta(0)) -> Any:
         event_time="event_time",
         channel="partition",
         arrival="arrival",
-        aggs=["count", ("sum", "value")],
+        aggs=aggs or ["count", ("sum", "value")],
         allowed_lateness=lateness,
     )
 
 
-def test_every_row_accounted_for_once_tumbling(df: Any) -> None:
-    out = run(df, TumblingEventTimeWindows.of(timedelta(seconds=10)))
+#: The native path (integer sums) and the keyed operator (``mean`` runs there), each
+#: summing the row ids so that a row counted twice and another lost would show.
+PATHS = {
+    "native": ["count", ("sum", "id"), ("sum", "value")],
+    "keyed": ["count", ("sum", "id"), ("mean", "value")],
+}
+
+
+def assert_each_row_once(out: Any, all_ids: list[int]) -> None:
+    """Every input id is in exactly one place: the final firing of its window (counts
+    and id sums), the late output or the dropped output (ids, no repeats)."""
+    res = out.results.toArrow().to_pandas()
+    final = res.sort_values("count").groupby(["key", "window_start"]).last()
+    late = [r["id"] for r in out.late.select("id").collect()]
+    dropped = [r["id"] for r in out.dropped.select("id").collect()]
+    aside = late + dropped
+    assert len(set(aside)) == len(aside)  # no repeats, late and dropped disjoint
+    assert set(aside) <= set(all_ids)
+    assert int(final["count"].sum()) == len(all_ids) - len(aside)
+    assert int(final["sum_id"].sum()) == sum(all_ids) - sum(aside)
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_row_accounted_for_once_tumbling(df: Any, path: str) -> None:
+    out = run(df, TumblingEventTimeWindows.of(timedelta(seconds=10)), aggs=PATHS[path])
+    assert (out.cached is None) == (path == "native")
     results = out.results.toArrow()
-    late, dropped = out.late.count(), out.dropped.toArrow()
     assert set(results["timing"].to_pylist()) == {"on_time"}
-    in_windows = sum(results["count"].to_pylist())
-    assert in_windows + late + dropped.num_rows == SPEC.rows
-    assert late > 0
-    assert dropped["reason"].to_pylist().count("null_event_time") == 37
+    assert out.late.count() > 0
+    assert out.dropped.toArrow()["reason"].to_pylist().count("null_event_time") == 37
+    assert_each_row_once(out, [r["id"] for r in df.select("id").collect()])
     out.unpersist()
 
 
-def test_every_row_accounted_for_once_with_lateness(df: Any) -> None:
-    out = run(df, TumblingEventTimeWindows.of(timedelta(seconds=10)), timedelta(seconds=10))
-    res = out.results.toArrow().to_pandas()
-    final = res.groupby(["key", "window_start"])["count"].max().sum()
-    assert (res["timing"] == "late").any()
-    assert final + out.late.count() + out.dropped.count() == SPEC.rows
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_row_accounted_for_once_with_lateness(df: Any, path: str) -> None:
+    lateness = timedelta(seconds=10)
+    out = run(df, TumblingEventTimeWindows.of(timedelta(seconds=10)), lateness, PATHS[path])
+    assert (out.cached is None) == (path == "native")
+    assert "late" in {r["timing"] for r in out.results.select("timing").distinct().collect()}
+    assert_each_row_once(out, [r["id"] for r in df.select("id").collect()])
     out.unpersist()
 
 
@@ -107,7 +130,8 @@ def test_assign_watermarks_reports_null_event_times(df: Any) -> None:
 
 
 def test_missing_and_mistyped_columns_fail_before_any_job(spark: Any, df: Any) -> None:
-    tracker = spark.sparkContext.statusTracker()
+    tracker, bus = spark.sparkContext.statusTracker(), spark.sparkContext._jsc.sc().listenerBus()
+    bus.waitUntilEmpty()  # every job started so far is counted
     before = len(tracker.getJobIdsForGroup(None))
     with pytest.raises(SchemaError, match="nope"):
         assign_watermarks(df, STRATEGY, event_time="nope", channel="partition", arrival="arrival")
@@ -151,6 +175,7 @@ def test_missing_and_mistyped_columns_fail_before_any_job(spark: Any, df: Any) -
             arrival="arrival",
             arrival_unit="minutes",
         )
+    bus.waitUntilEmpty()
     assert len(tracker.getJobIdsForGroup(None)) == before
 
 

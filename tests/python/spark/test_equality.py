@@ -4,6 +4,7 @@ events and duplicate timestamps."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -19,7 +20,13 @@ from floodmark import (
 )
 from floodmark.datagen import StreamSpec, generate
 from floodmark.replay import replay
-from floodmark.spark import assign_watermarks, lookup, window_aggregate, windows
+from floodmark.spark import (
+    assign_watermarks,
+    lookup,
+    watermark_timeline,
+    window_aggregate,
+    windows,
+)
 
 SPEC = StreamSpec(
     rows=20_000,
@@ -50,6 +57,12 @@ STRATEGIES = {
 @pytest.fixture(scope="module")
 def table() -> pa.Table:
     return generate(SPEC)
+
+
+@pytest.fixture(scope="module")
+def with_nulls() -> pa.Table:
+    """The same stream with 25 event times null (they go to ``dropped``)."""
+    return generate(dataclasses.replace(SPEC, null_event_times=25))
 
 
 def frame(spark: Any, table: pa.Table) -> Any:
@@ -103,6 +116,25 @@ def test_assign_watermarks_without_any_watermark(spark: Any, table: pa.Table) ->
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
     check_assign(spark, table, STRATEGIES[name])
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_watermark_timeline_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
+    """The combined timeline itself, every change with its status and the channel that
+    held the minimum, from bucket rows in Spark as from every record in one process."""
+    got = watermark_timeline(
+        frame(spark, table),
+        STRATEGIES[name],
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    ).toArrow()
+    want = replay(
+        table, STRATEGIES[name], event_time="event_time", channel="partition", arrival="arrival"
+    ).timeline
+    cols = ["time", "watermark", "status", "min_channel"]
+    assert got.select(cols).to_pylist() == want.select(cols).to_pylist()
+    assert got.num_rows > 10
 
 
 @pytest.mark.parametrize("layout", ["string", "sparse", "no-gateway", "key-join", "pair-join"])
@@ -171,10 +203,12 @@ WINDOWS = {
     [(name, False) for name in WINDOWS] + [(name, True) for name in WINDOWS if name != "session"],
 )
 def test_window_aggregate_equals_engine(
-    spark: Any, table: pa.Table, name: str, keyed: bool, monkeypatch: pytest.MonkeyPatch
+    spark: Any, with_nulls: pa.Table, name: str, keyed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every window kind against the engine; tumbling and sliding windows take the
-    native aggregations, and (``keyed``) the keyed Rust operator when that is off."""
+    native aggregations, and (``keyed``) the keyed Rust operator when that is off. Each
+    firing is compared with its time; late and dropped rows whole."""
+    table = with_nulls
     window, lateness = WINDOWS[name]
     if keyed:
         monkeypatch.setattr(windows, "native_outputs", lambda *args: None)
@@ -216,11 +250,11 @@ def test_window_aggregate_equals_engine(
     assert (out.cached is None) is (name != "session" and not keyed)
     got_res = out.results.toArrow()
     assert got_res.num_rows > 0
-    assert rows(got_res, res_cols) == rows(want.results, res_cols)
-    fired = want.results["trigger_time"].to_pylist()
-    assert Counter(got_res["fired_at"].to_pylist()) == Counter(fired)
-    late_cols = ["key", "event_time", "arrival", "partition", "value", "watermark"]
+    assert rows(got_res, [*res_cols, "fired_at"]) == rows(want.results, [*res_cols, "trigger_time"])
+    late_cols = [*table.column_names, "watermark"]
     assert rows(out.late, late_cols) == rows(want.late, late_cols)
-    drop_cols = ["key", "event_time", "arrival", "reason"]
+    assert want.late.num_rows > 0
+    drop_cols = [*table.column_names, "reason"]
     assert rows(out.dropped, drop_cols) == rows(want.dropped, drop_cols)
+    assert want.dropped["reason"].to_pylist().count("null_event_time") == 25
     out.unpersist()
