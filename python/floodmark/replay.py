@@ -49,11 +49,24 @@ class Replay:
 
 
 def processing_order(
-    table: pa.Table, arrival: str, channel: str, event_time: str, keys: Sequence[str] = ()
+    table: pa.Table,
+    arrival: str,
+    channel: str,
+    event_time: str,
+    keys: Sequence[str] = (),
+    ties: Sequence[str] = (),
 ) -> pa.Table:
-    """Sort by ``(arrival, channel, event time, keys...)``: the order of every stage."""
-    by = [arrival, channel, event_time, *[k for k in keys if k not in (channel,)]]
-    return table.sort_by([(c, "ascending") for c in dict.fromkeys(by)])
+    """Sort by ``(arrival, channel, event time, keys..., ties...)``, nulls first, as
+    Spark sorts: the order of every stage (``ties``: the first/last aggregates' value
+    columns, see ``WindowPlan.tie_values``)."""
+    by = list(dict.fromkeys([arrival, channel, event_time, *keys, *ties]))
+    try:  # pyarrow >= 25: null placement per key
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in by])
+    except (TypeError, ValueError):  # older pyarrow: one placement for every key
+        order = pc.sort_indices(
+            table, sort_keys=[(c, "ascending") for c in by], null_placement="at_start"
+        )
+    return table.take(order)
 
 
 def replay(
@@ -94,7 +107,9 @@ def replay(
         "null_channel",
     )
     errors = errors.append_column("reason", reason)
-    table = processing_order(table.filter(valid), arrival, channel, ev, keys)
+    picks = [a[1] for a in aggs if not isinstance(a, str) and a[0] in ("first", "last")]
+    ties = list(dict.fromkeys(picks)) if window is not None else []
+    table = processing_order(table.filter(valid), arrival, channel, ev, keys, ties)
     arr = table[arrival].to_numpy().astype(np.int64)
     ts = table[ev].to_numpy().astype(np.int64)
     chan_values = table[channel].to_pylist()

@@ -8,7 +8,8 @@ window functions (refirings), and the value computed from them.
   (exact below 2^31 values);
 * ``min`` / ``max``;
 * ``first`` / ``last``: the value at the smallest / largest ``(event time, arrival,
-  channel)`` among non-null values (the runner's order).
+  channel, first/last values)`` among non-null values (the runner's order; see
+  :meth:`WindowPlan.tie_values`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ def parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
     elif func in ("min", "max"):
         cols = [F.min(value) if func == "min" else F.max(value)]
     else:  # first / last: by event time, ties by arrival then channel
+        ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
         order = F.when(
-            value.isNotNull(), F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)))
+            value.isNotNull(),
+            F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)), *ties),
         )
         cols = [F.min_by(value, order) if func == "first" else F.max_by(value, order)]
     return list(zip(part_names(i, agg), cols, strict=True))

@@ -299,8 +299,9 @@ def refirings(
         same = same & F.col(quote(k)).eqNullSafe(F.col(f"__fm_refired{j}"))
     windows = pairs.where(is_open).join(F.broadcast(refired.distinct()), same, "left_semi")
     channel = [F.col(quote(plan.wm.channel))] if plan.wm.channel not in plan.keys else []
+    ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
     order = Window.partitionBy(*keys, F.col(_WS)).orderBy(
-        F.col(ARRIVAL), *channel, F.col(TS), *keys
+        F.col(ARRIVAL), *channel, F.col(TS), *keys, *ties
     )
     so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     running = windows.select(

@@ -103,9 +103,13 @@ def resolve_strategy(
     else:
         resolved = WatermarkStrategy.no_watermarks()
     if strategy.idle_timeout is not None:
-        resolved = resolved.with_idleness(
-            to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
-        )
+        idle = to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
+        if idle == 0 and strategy.idle_timeout:
+            raise InvalidParameterError(
+                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is less than one "
+                f"tick of the arrival column's unit ({arrival_unit!r}); give a longer timeout"
+            )
+        resolved = resolved.with_idleness(idle)
     return resolved
 
 

@@ -50,6 +50,14 @@ class WindowPlan:
     lateness: int
     send_channel: bool
 
+    def tie_values(self) -> list[str]:
+        """The value columns of the ``first``/``last`` aggregates, in the order given.
+        Records equal in (arrival, channel, event time, key) are processed in the order
+        of these (ascending, nulls first), so that which value is first or last does
+        not depend on the order in which Spark delivers them."""
+        picks = [a[1] for a in self.aggs if not isinstance(a, str) and a[0] in ("first", "last")]
+        return list(dict.fromkeys(picks))
+
     def sent_columns(self) -> list[str]:
         chan = [self.wm.channel] if self.send_channel else []
         vals = [v for v in self.values if v not in self.keys]

@@ -302,10 +302,14 @@ def window_aggregate(
 
         arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
         parts = num_partitions or default_partitions(df.sparkSession)
-        # The documented order (arrival, channel, event time, key); the channel is sent
-        # unless it is a key (as a value column, if it is one).
+        # The documented order (arrival, channel, event time, key, first/last values);
+        # the channel is sent unless it is a key (as a value column, if it is one).
         ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
-            ARRIVAL, *([quote(channel)] if channel not in keys else []), TS, *map(quote, keys)
+            ARRIVAL,
+            *([quote(channel)] if channel not in keys else []),
+            TS,
+            *map(quote, keys),
+            *map(quote, plan.tie_values()),
         )
         # mapInArrow resolves every column by name, reading a dot as a struct field: the
         # runner gets positional names and restores the real ones.

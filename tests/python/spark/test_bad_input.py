@@ -116,6 +116,12 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "`channel`",
         lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": None}),
     ),
+    "idle timeout under one tick": (
+        "less than one tick",
+        lambda df: assign_watermarks(
+            df, STRATEGY.with_idleness(timedelta(milliseconds=100)), **COLUMNS, arrival_unit="s"
+        ),
+    ),
     "arrival unit without arrival": (
         "`arrival_unit`",
         lambda df: assign_watermarks(df, STRATEGY, event_time="ts", channel="ch", arrival_unit="s"),

@@ -128,6 +128,46 @@ def test_first_and_last_by_event_time_then_arrival_then_channel_skipping_nulls(
     assert first_window[7:9] == (10, 50)
 
 
+@pytest.mark.parametrize("lateness", [timedelta(0), timedelta(milliseconds=30)])
+def test_first_and_last_of_records_tied_in_time_arrival_and_channel(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, lateness: timedelta
+) -> None:
+    """Records equal in (arrival, channel, event time, key) are processed by their
+    first/last values, ascending: first and last come from one order, whatever order
+    Spark delivers them in (the native path once took both from one record), and equal
+    floodmark.replay's. The second window refires with two more tied records."""
+    from floodmark.replay import replay
+
+    on_time = [(0, 5, 5, 0, 2), (0, 5, 5, 0, 1), (0, 5, 5, 0, 3)]
+    closing = [(0, 40, 40, 0, 0)]
+    refiring = [(0, 6, 41, 0, 9), (0, 6, 41, 0, 7)]
+    for rows in (on_time + closing + refiring, on_time[::-1] + closing + refiring[::-1]):
+        table = stream(rows)
+        got = both_paths(spark, table, monkeypatch, allowed_lateness=lateness)
+        # (key, window_start, window_end, count, sum, min, max, first, last, watermark, ...)
+        fired = sorted((r[3], r[7], r[8]) for r in got["results"] if r[1] == 0)
+        late = lateness > timedelta(0)
+        assert fired == ([(3, 1, 3), (4, 1, 7), (5, 1, 9)] if late else [(3, 1, 3)])
+        want = replay(
+            table,
+            BOUNDED,
+            channel="partition",
+            arrival="arrival",
+            event_time="event_time",
+            emit_interval=timedelta(milliseconds=10),
+            window=TUMBLING,
+            key="key",
+            aggs=AGGS,
+            allowed_lateness=lateness,
+        ).results
+        expected = [
+            (r["count"], r["first_value"], r["last_value"])
+            for r in want.to_pylist()
+            if r["window_start"] == 0
+        ]
+        assert sorted(expected) == fired
+
+
 def test_negative_event_times_on_flinks_floor_grid(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
