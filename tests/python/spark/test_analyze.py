@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from spark_jobs import jobs
 
 from floodmark import SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.datagen import StreamSpec, generate
@@ -70,6 +71,18 @@ def test_analysis_equals_full_pipeline_at_each_bound(df: Any, window: Any) -> No
         assert row["delay_p99_s"] == pytest.approx(nearest_rank(delay, ones, 0.99))
     lates = [r["late_fraction"] for r in table if r["idle_timeout"] is None]
     assert lates == sorted(lates, reverse=True) and lates[0] > lates[-1]
+
+
+def test_the_number_of_jobs_does_not_grow_with_the_bounds(df: Any) -> None:
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    spark = df.sparkSession
+    counts = []
+    for bounds in ([timedelta(0)], [timedelta(milliseconds=250 * i) for i in range(12)]):
+        before = jobs(spark)
+        table = analyze_bounds(df, bounds=bounds, window=window, key="key", **COLS)
+        assert table.num_rows == len(bounds)
+        counts.append(jobs(spark) - before)
+    assert counts[0] > 0 and counts[0] == counts[1], counts
 
 
 def test_session_windows_are_refused(df: Any) -> None:

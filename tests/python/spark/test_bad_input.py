@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from spark_jobs import jobs
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
@@ -183,12 +184,6 @@ def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
         call(small)
     if not pandas_input:
         assert jobs(small.sparkSession) == before
-
-
-def jobs(spark: Any) -> int:
-    """Jobs started so far, once Spark's listeners have heard of every one."""
-    spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
 def test_partitions_may_be_a_numpy_integer(small: Any) -> None:
