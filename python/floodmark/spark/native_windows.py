@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from floodmark.spark.columns import quote
+from floodmark.spark.in_force import in_force_column
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
 from floodmark.spark.native_aggregates import ORDER_FREE, parts, result
 from floodmark.spark.timeline import Timeline, valid_rows, watermark_in_force
@@ -139,24 +140,6 @@ def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule |
     return Schedule(size, step, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
 
 
-def bucket_watermarks(
-    timeline: Timeline, times: np.ndarray, wms: np.ndarray
-) -> tuple[int, np.ndarray] | None:
-    """``(first bucket, watermark in force per bucket)``: the last advance at a time
-    before the bucket's records arrive, i.e. at or before ``(bucket - 1) * interval``.
-    The array runs one bucket past the table; a bucket before it has no watermark and
-    one after it every advance's (None if the advances leave the table's range)."""
-    interval = timeline.plan.interval
-    buckets = timeline.buckets.column("bucket").to_numpy()
-    first, last = int(buckets.min()), int(buckets.max())
-    if last - first + 2 > MAX_CONSTANT_SLOTS:
-        return None
-    if len(times) and (times[0] < (first - 1) * interval or times[-1] > (last + 1) * interval):
-        return None
-    ks = np.arange(first, last + 2, dtype=np.int64)
-    return first, watermark_in_force(times, wms, ks, interval)
-
-
 def late_bound(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> int:
     """How many records may be late for one of their windows (an upper bound; 0: none).
     Window ends grow with event time, so a bucket holds such a record only if the first
@@ -184,26 +167,16 @@ def native_outputs(
     if not suitable(plan, timeline):
         return None
     sched = schedule(plan, times, wms)
-    in_force = bucket_watermarks(timeline, times, wms)
-    if sched is None or in_force is None:
+    if sched is None:
         return None
     spark = df.sparkSession
-    first_bucket, bucket_wms = in_force
-    arrays = [constant_array(spark, a) for a in (bucket_wms, sched.watermarks, sched.times)]
-    if any(a is None for a in arrays):
+    in_force_wm = in_force_column(spark, timeline, times, wms, ARRIVAL)
+    fire_wm, fire_time = (constant_array(spark, a) for a in (sched.watermarks, sched.times))
+    if in_force_wm is None or fire_wm is None or fire_time is None:
         return None
-    wm_array, fire_wm, fire_time = arrays
-    assert wm_array is not None and fire_wm is not None and fire_time is not None
 
     wm, size = plan.wm, sched.size
     ts = F.col(TS)
-    bucket = wm.bucket(ARRIVAL)
-    last = first_bucket + len(bucket_wms) - 1
-    in_force_wm = (
-        F.when(bucket < first_bucket, F.lit(I64_MIN))
-        .when(bucket > last, F.lit(int(wms[-1]) if len(wms) else I64_MIN))
-        .otherwise(F.get(wm_array, (bucket - F.lit(first_bucket)).cast("int")))
-    )
     # Spark may test the other null checks of valid_rows after this arithmetic: the
     # CASE keeps it in range (ANSI mode) for rows that filter will drop.
     step = sched.step

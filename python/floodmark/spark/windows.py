@@ -32,6 +32,7 @@ from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
 from floodmark.spark.native_windows import candidate, native_outputs
 from floodmark.spark.packed import pack, packed_schema, unpacked
+from floodmark.spark.side_candidates import dropped_candidates, late_candidates
 from floodmark.spark.timeline import (
     Timeline,
     compute_timeline,
@@ -44,7 +45,7 @@ from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
 
@@ -317,19 +318,14 @@ def window_aggregate(
         runner = make_runner(plan, times, wms, arrow_schemas, names)
         positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
         cached = positional.mapInArrow(runner, packed_schema()).persist()
+        late = unpacked(cached, "late", schemas["late"])
+        maybe_late = late_candidates(df.sparkSession, plan, timeline, times, wms)
+        dropped = unpacked(cached, "dropped", schemas["dropped"])
         return WindowedOutput(
             results=results_frame(unpacked(cached, "result", schemas["result"]), plan),
-            late=side_frame(
-                matched(df, plan, unpacked(cached, "late", schemas["late"]), "watermark"),
-                plan,
-                df,
-                "late",
-            ),
+            late=side_frame(matched(df, plan, late, "watermark", maybe_late), plan, df, "late"),
             dropped=side_frame(
-                matched(df, plan, unpacked(cached, "dropped", schemas["dropped"]), "reason"),
-                plan,
-                df,
-                "dropped",
+                matched(df, plan, dropped, "reason", dropped_candidates(plan)), plan, df, "dropped"
             ).unionByName(errors_frame(df, plan)),
             timeline=timeline,
             cached=cached,
@@ -380,14 +376,18 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
     )
 
 
-def matched(df: DataFrame, plan: WindowPlan, rows: DataFrame, extra: str) -> DataFrame:
+def matched(
+    df: DataFrame, plan: WindowPlan, rows: DataFrame, extra: str, candidates: Column | None
+) -> DataFrame:
     """The input rows, every column, that the keyed operator emitted in ``rows`` (its
     late or dropped records, carrying only the columns it was sent), with ``extra``
     (the watermark they met, or the reason). A record's fate depends only on its keys,
     event time, arrival and channel: records equal in those are adjacent in the
     runner's order (arrival, channel, event time, key), meet the same watermark, and a
     late one leaves the window state as it was; so joining the input on them (keys
-    null-safe) finds exactly the rows the operator emitted, each once."""
+    null-safe) finds exactly the rows the operator emitted, each once. ``candidates``
+    (over ``TS`` and ``ARRIVAL``) narrows the input first to rows that can be emitted
+    (:mod:`.side_candidates`), so that only those are shuffled for the join."""
     from pyspark.sql import functions as F
 
     wm = plan.wm
@@ -400,6 +400,8 @@ def matched(df: DataFrame, plan: WindowPlan, rows: DataFrame, extra: str) -> Dat
     records = df.where(valid_rows(wm)).select(
         "*", wm.event_time.ticks().alias(TS), wm.arrival.ticks().alias(ARRIVAL)
     )
+    if candidates is not None:
+        records = records.where(candidates)
     same = [
         F.col(quote(n)).cast(types[n]).eqNullSafe(F.col(f"__fm_m{i}")) for i, n in enumerate(names)
     ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from spark_jobs import jobs
+from spark_helpers import jobs
 
 from floodmark import SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.datagen import StreamSpec, generate

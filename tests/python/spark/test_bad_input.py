@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from spark_jobs import jobs
+from spark_helpers import jobs
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError

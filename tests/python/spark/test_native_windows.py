@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_helpers import outputs
 
 from floodmark import (
     EventTimeSessionWindows,
@@ -58,15 +59,6 @@ def run(spark: Any, table: pa.Table, **kw: Any) -> Any:
     }
     strategy, window = args.pop("strategy", BOUNDED), args.pop("window", TUMBLING)
     return window_aggregate(spark.createDataFrame(table), strategy, window, **args)
-
-
-def outputs(out: Any) -> dict[str, Counter[tuple[Any, ...]]]:
-    got = {}
-    for kind in ("results", "late", "dropped"):
-        t = getattr(out, kind).toArrow()
-        got[kind] = Counter(zip(*[t[c].to_pylist() for c in t.column_names], strict=True))
-    out.unpersist()
-    return got
 
 
 def both_paths(
