@@ -51,7 +51,7 @@ def parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
         cols = [F.sum(value.bitwiseAND(F.lit(_LOW32))), F.sum(F.shiftright(value, 32))]
     elif func in ("min", "max"):
         cols = [F.min(value) if func == "min" else F.max(value)]
-    else:  # first / last: by event time, ties by arrival then channel
+    else:  # first / last: by event time, ties by arrival, channel, first/last values
         ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
         order = F.when(
             value.isNotNull(),

@@ -20,7 +20,8 @@ windows tumble or slide (``slide <= size``: every record is in a window):
   in the runner's order (arrival, channel, event time, key);
 * the aggregates do not depend on the order of addition (:mod:`.native_aggregates`):
   ``count``, ``sum`` of integers (wrapping like a Java ``long``), ``min``, ``max``,
-  ``first``/``last`` (by event time, ties by arrival then channel).
+  ``first``/``last`` (by event time, ties by arrival, channel, then
+  the first/last value columns).
 
 So the on-time results are ``groupBy(key, window)`` over the on-time (record, window)
 pairs (sliding windows: one row per pair, by ``explode``), the firing's watermark and
