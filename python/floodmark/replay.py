@@ -5,6 +5,10 @@ per-bucket maxima the Spark stages use), the valve combines the channels, and on
 window operator takes all records in arrival order. It is the reference the Spark
 pipeline must equal row for row, and a fast way to run small data.
 
+The periodic strategies run through :class:`floodmark.timeline.TimelineBuilder`, one
+row per record; the strategies that emit on records (punctuated, user generators) run
+per channel through :func:`floodmark.drive`, their streams merged by the builder.
+
 Columns hold ticks (int64); durations are ``timedelta`` (converted with the units) or
 ticks. Records are processed in the order ``(arrival, channel, event time, keys...)``,
 the same order the Spark stages use.
@@ -21,9 +25,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
-from floodmark.watermarks import combine, drive
+from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index, strategy_in_ticks
+from floodmark.watermarks import drive
 
 
 @dataclass
@@ -69,6 +75,85 @@ def processing_order(
     return table.take(order)
 
 
+def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.Table:
+    """The rows the watermark stages cannot place (a null event time, arrival or
+    channel), with the ``reason``, in the Spark functions' words."""
+    invalid = pc.invert(valid_rows(table, event_time, arrival, channel))
+    errors = table.filter(invalid)
+    reason = pc.case_when(
+        pc.make_struct(
+            pc.is_null(errors[event_time]),
+            pc.is_null(errors[arrival]),
+            pc.is_null(errors[channel]),
+        ),
+        "null_event_time",
+        "null_arrival",
+        "null_channel",
+    )
+    return errors.append_column("reason", reason)
+
+
+def valid_rows(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.ChunkedArray:
+    """Rows with an event time, an arrival and a channel."""
+    return pc.and_(
+        pc.and_(pc.is_valid(table[event_time]), pc.is_valid(table[arrival])),
+        pc.is_valid(table[channel]),
+    )
+
+
+def watermarks(
+    strategy: WatermarkStrategy,
+    channel: np.ndarray,
+    num_channels: int,
+    arrival: np.ndarray,
+    event_time: np.ndarray,
+    interval: int,
+    marker: pa.Array | None = None,
+) -> tuple[np.ndarray, np.ndarray, pa.RecordBatch]:
+    """``(channel watermark, combined watermark, timeline)`` of records in arrival
+    order (``channel`` the index of each record's channel); ``strategy`` in ticks."""
+    if strategy.kind in PERIODIC_KINDS:
+        builder = TimelineBuilder(strategy, num_channels, emit_interval=interval)
+        in_force = builder.push(channel, arrival, event_time)
+        builder.finish()
+        return (
+            in_force.channel_watermark.to_numpy(zero_copy_only=False),
+            in_force.watermark.to_numpy(zero_copy_only=False),
+            builder.take_timeline(),
+        )
+    # Generators that emit on records: each channel through the driver, then the valve.
+    channel_wm = np.full(len(arrival), I64_MIN, dtype=np.int64)
+    builder = TimelineBuilder.for_emissions(num_channels)
+    parts = []
+    if len(arrival):
+        start, until = int(arrival.min()), int(arrival.max())
+        for c in range(num_channels):
+            rows = np.flatnonzero(channel == c)
+            res = drive(
+                strategy,
+                event_time[rows],
+                arrival[rows],
+                emit_interval=interval,
+                start=start,
+                until=until,
+                marker=None if marker is None else marker.take(pa.array(rows)),
+            )
+            channel_wm[rows] = res.record_watermark.to_numpy(zero_copy_only=False)
+            em = res.emissions
+            parts.append(em.add_column(0, "channel", pa.array(np.full(em.num_rows, c))))
+    if parts:
+        merged = pa.Table.from_batches(parts)
+        builder.push_emissions(merged.take(pc.sort_indices(merged, [("time", "ascending")])))
+    builder.finish()
+    timeline = builder.take_timeline()
+    times = timeline.column("time").to_numpy(zero_copy_only=False)
+    wms = timeline.column("watermark").to_numpy(zero_copy_only=False)
+    # In force: the last change strictly before each record's arrival.
+    at = np.searchsorted(times, arrival, side="left") - 1
+    combined = np.where(at >= 0, wms[np.maximum(at, 0)] if len(wms) else I64_MIN, I64_MIN)
+    return channel_wm, combined.astype(np.int64), timeline
+
+
 def replay(
     table: pa.Table,
     strategy: WatermarkStrategy,
@@ -84,76 +169,39 @@ def replay(
     aggs: Sequence[str | tuple[str, str]] = ("count",),
     allowed_lateness: Duration = 0,
 ) -> Replay:
-    """Run watermarks (and windows, if ``window`` is given) over ``table`` in-process."""
-    from floodmark.spark.timeline import resolve_strategy
+    """Run watermarks (and windows, if ``window`` is given) over ``table`` in-process.
+
+    Every strategy runs here, the punctuated one reading its marker column (watermarks
+    in event-time ticks) and user Python generators too.
+
+    Raises:
+        InvalidParameterError: no event-time column named, a bad strategy or duration.
+    """
     from floodmark.windows import WindowOperator
 
     ev = event_time or strategy.timestamp_column
     if ev is None:
-        raise ValueError("name the event-time column (event_time=)")
+        raise InvalidParameterError(
+            "invalid parameter `event_time`: name the event-time column (event_time=, or "
+            "strategy.with_timestamp_assigner)"
+        )
     keys = [key] if isinstance(key, str) else list(key)
-    resolved = resolve_strategy(strategy, event_time_unit, arrival_unit)
+    resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
-    valid = pc.and_(
-        pc.and_(pc.is_valid(table[ev]), pc.is_valid(table[arrival])), pc.is_valid(table[channel])
-    )
-    errors = table.filter(pc.invert(valid))
-    reason = pc.case_when(
-        pc.make_struct(
-            pc.is_null(errors[ev]), pc.is_null(errors[arrival]), pc.is_null(errors[channel])
-        ),
-        "null_event_time",
-        "null_arrival",
-        "null_channel",
-    )
-    errors = errors.append_column("reason", reason)
+    errors = null_reasons(table, ev, arrival, channel)
     picks = [a[1] for a in aggs if not isinstance(a, str) and a[0] in ("first", "last")]
     ties = list(dict.fromkeys(picks)) if window is not None else []
-    table = processing_order(table.filter(valid), arrival, channel, ev, keys, ties)
+    table = processing_order(
+        table.filter(valid_rows(table, ev, arrival, channel)), arrival, channel, ev, keys, ties
+    )
     arr = table[arrival].to_numpy().astype(np.int64)
     ts = table[ev].to_numpy().astype(np.int64)
-    chan_values = table[channel].to_pylist()
-    channels = sorted(set(chan_values))
-    index = {c: i for i, c in enumerate(channels)}
-    chan_idx = np.array([index[c] for c in chan_values], dtype=np.int64)
-    channel_wm = np.full(len(arr), I64_MIN, dtype=np.int64)
-    parts = []
-    if len(arr):
-        start, until = int(arr.min()), int(arr.max())
-        for i in range(len(channels)):
-            rows = np.nonzero(chan_idx == i)[0]
-            res = drive(
-                resolved, ts[rows], arr[rows], emit_interval=interval, start=start, until=until
-            )
-            channel_wm[rows] = res.record_watermark.to_numpy(zero_copy_only=False)
-            em = res.emissions
-            parts.append(
-                pa.record_batch(
-                    [pa.array(np.full(em.num_rows, i, dtype=np.int64)), *em.columns],
-                    names=["channel", *em.schema.names],
-                )
-            )
-    if parts:
-        tl = combine(pa.concat_batches(parts), num_channels=len(channels))
-    else:
-        tl = combine(
-            pa.record_batch(
-                {
-                    "channel": pa.array([], pa.int64()),
-                    "time": pa.array([], pa.int64()),
-                    "kind": pa.array([], pa.string()),
-                    "watermark": pa.array([], pa.int64()),
-                }
-            ),
-            num_channels=0,
-        )
-    times = tl.column("time").to_numpy(zero_copy_only=False)
-    wms = tl.column("watermark").to_numpy(zero_copy_only=False)
-    at = np.searchsorted(times, arr, side="left") - 1
-    if len(wms):
-        wm = np.where(at >= 0, wms[np.maximum(at, 0)], I64_MIN).astype(np.int64)
-    else:  # no channel ever emitted (no_watermarks, or nothing placeable)
-        wm = np.full(len(arr), I64_MIN, dtype=np.int64)
+    channels, chan_idx = channel_index(table[channel])
+    marker = None
+    if resolved.kind == "punctuated":
+        assert resolved.marker_column is not None
+        marker = table[resolved.marker_column].combine_chunks()
+    channel_wm, wm, tl = watermarks(resolved, chan_idx, len(channels), arr, ts, interval, marker)
     is_late = (wm > I64_MIN) & (ts <= wm)
     records = (
         table.append_column("channel_watermark", pa.array(channel_wm))
@@ -165,10 +213,7 @@ def replay(
             "time": tl.column("time"),
             "watermark": tl.column("watermark"),
             "status": tl.column("status"),
-            "min_channel": pa.array(
-                [None if c is None else channels[c] for c in tl.column("min_channel").to_pylist()],
-                table.schema.field(channel).type,
-            ),
+            "min_channel": channels.take(tl.column("min_channel")),
         }
     )
     empty = pa.table({})
@@ -183,12 +228,9 @@ def replay(
         unit=event_time_unit,
         arrival=arrival,
     )
-    grew = (
-        wms > np.concatenate([[I64_MIN], np.maximum.accumulate(wms)[:-1]])
-        if len(wms)
-        else np.zeros(0, bool)
-    )
-    adv_t, adv_w = times[grew], wms[grew]
+    advance = tl.column("advance").to_numpy(zero_copy_only=False)
+    adv_t = tl.column("time").to_numpy(zero_copy_only=False)[advance]
+    adv_w = tl.column("watermark").to_numpy(zero_copy_only=False)[advance]
     batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
     outs = []
     if batch is not None:

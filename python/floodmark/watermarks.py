@@ -298,7 +298,8 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
     Returns:
         One row per valve emission: ``time`` int64, ``watermark`` int64 (combined,
         after the change), ``status`` string (``"active"``/``"idle"``),
-        ``min_channel`` int64 (the aligned channel holding the minimum, or null).
+        ``min_channel`` int64 (the aligned channel holding the minimum, or null),
+        ``advance`` bool (the combined watermark grew: an advance for the windows).
 
     Raises:
         InvalidInputError: a missing or mistyped column, or a bad kind.

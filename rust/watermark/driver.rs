@@ -34,7 +34,6 @@
 
 use crate::error::{Error, Result};
 
-use super::idleness::QuietNext;
 use super::output::ChannelOutput;
 use super::strategy::Generator;
 use super::Emission;
@@ -286,37 +285,26 @@ pub fn drive_into(
     };
     let mut i = 0usize;
     let mut k = k0;
-    while k <= k1 {
+    loop {
         let t = k * interval;
         let j = run_end(arrival, i, t);
         st.records(event_ts, arrival, marker, i, j);
         i = j;
         st.periodic(t);
-        if k == k1 {
+        // The grid index that must see the next record: the first after `k`, since
+        // every record up to `t` is processed (None: no record left).
+        let next_record = (i < n).then(|| ceil_div(arrival[i], interval));
+        let next = match (st.gen.next_call(k, interval), next_record) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(x) => x,
+                None => break,
+            },
+        };
+        if next > k1 {
             break;
         }
-        // The grid index that must see the next record (k1 + 1: none within the grid).
-        let next_rec_k = if i < n {
-            let a = arrival[i];
-            if a <= t + interval {
-                k + 1
-            } else {
-                ceil_div(a, interval).min(k1 + 1)
-            }
-        } else {
-            k1 + 1
-        };
-        if next_rec_k == k + 1 {
-            k += 1;
-            continue;
-        }
-        k = match st.gen.quiet_next(t) {
-            QuietNext::Next => k + 1,
-            QuietNext::Never => next_rec_k,
-            QuietNext::IdleAfter(limit) => {
-                limit.div_euclid(interval).saturating_add(1).min(next_rec_k)
-            }
-        };
+        k = next;
     }
     st.records(event_ts, arrival, marker, i, n);
     Ok(())
@@ -532,6 +520,37 @@ mod tests {
                 until: lo + 100,
             },
         );
+    }
+
+    #[test]
+    fn a_grid_reaching_the_top_of_the_range_ends() {
+        // Issue 18.4: `k1 + 1` wrapped and the loop never ended. Every generator kind
+        // whose calls can be skipped returns at once, whatever the span.
+        let top = i64::MAX;
+        for g in [
+            Generator::new(BaseGenerator::bounded(3).unwrap()),
+            Generator::new(BaseGenerator::bounded(3).unwrap())
+                .with_idleness(10)
+                .unwrap(),
+            Generator::new(BaseGenerator::NoWatermarks),
+        ] {
+            let p = DriveParams {
+                interval: 1,
+                start: 0,
+                until: top,
+            };
+            let mut gen = g.clone();
+            let o = drive(
+                &mut gen,
+                &mut ChannelOutput::new(),
+                &[5, 9],
+                &[0, top],
+                None,
+                &p,
+            )
+            .unwrap();
+            assert_eq!(o.record_watermark.len(), 2);
+        }
     }
 
     #[test]

@@ -10,9 +10,13 @@
 //! - [`channel`]: [`Channel`], a generator and its output, driven batch after batch.
 //! - [`heap`]: the indexed min-heap the valve uses.
 //! - [`valve`]: [`Valve`], Flink's `StatusWatermarkValve`.
-//! - [`timeline`]: [`combine`], per-channel streams through the valve.
+//! - [`timeline`]: [`Combiner`], the valve and the timeline it emits; [`combine`],
+//!   whole per-channel streams through it.
+//! - [`builder`]: [`TimelineBuilder`], the combined timeline of many channels built
+//!   incrementally from per-(channel, bucket) summaries, in bounded memory.
 //! - [`multiplexer`]: [`Multiplexer`], Flink's `WatermarkOutputMultiplexer`.
 
+pub mod builder;
 pub mod channel;
 pub mod driver;
 pub mod generator;
@@ -24,6 +28,7 @@ pub mod strategy;
 pub mod timeline;
 pub mod valve;
 
+pub use builder::{BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS};
 pub use channel::Channel;
 pub use driver::{drive, drive_into, DriveOutput, DriveParams, EmissionRow};
 pub use generator::BaseGenerator;
@@ -32,7 +37,7 @@ pub use idleness::IdlenessTimer;
 pub use multiplexer::{ListenerEvent, Multiplexer, MultiplexerStep, Via};
 pub use output::ChannelOutput;
 pub use strategy::Generator;
-pub use timeline::{combine, ChannelRow, TimelineRow};
+pub use timeline::{combine, ChannelRow, Combiner, TimelineRow};
 pub use valve::Valve;
 
 /// What a generator, an output or the valve emits.
@@ -75,4 +80,6 @@ pub(crate) mod kinds {
     pub const MULTIPLEXER: u8 = 0x13;
     /// [`super::Channel`].
     pub const CHANNEL: u8 = 0x14;
+    /// [`super::TimelineBuilder`].
+    pub const TIMELINE_BUILDER: u8 = 0x15;
 }

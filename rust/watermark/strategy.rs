@@ -100,6 +100,35 @@ impl Generator {
         }
     }
 
+    /// The emission-grid rule both drivers share: after the periodic call at grid index
+    /// `k` (grid step `interval`), with no event since, the grid index of the next call
+    /// that can emit something new; `None` when nothing changes before the next event.
+    /// An index whose grid time would overflow is `None` too: no grid reaches it.
+    ///
+    /// # Examples
+    /// ```
+    /// use floodmark::watermark::{BaseGenerator, Generator};
+    /// // A bounded generator without idleness repeats itself: skip to the next event.
+    /// let g = Generator::new(BaseGenerator::bounded(5).unwrap());
+    /// assert_eq!(g.next_call(3, 200), None);
+    /// // With idleness, the call after an event restarts the timer; once it runs, the
+    /// // next call that matters is the first grid time past the timeout.
+    /// let mut g = Generator::new(BaseGenerator::bounded(5).unwrap()).with_idleness(1000).unwrap();
+    /// g.on_event(1, None, &mut |_| {});
+    /// g.on_periodic_emit(600, &mut |_| {});
+    /// assert_eq!(g.next_call(3, 200), Some(4));
+    /// g.on_periodic_emit(800, &mut |_| {});
+    /// assert_eq!(g.next_call(4, 200), Some(10)); // idle at 2000 > 800 + 1000
+    /// ```
+    pub fn next_call(&self, k: i64, interval: i64) -> Option<i64> {
+        let next = match self.quiet_next(k.checked_mul(interval)?) {
+            QuietNext::Next => k.checked_add(1),
+            QuietNext::Never => None,
+            QuietNext::IdleAfter(limit) => limit.div_euclid(interval).checked_add(1),
+        }?;
+        next.checked_mul(interval).map(|_| next)
+    }
+
     /// The generator's state as snapshot bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer::new(kinds::GENERATOR);

@@ -1,7 +1,11 @@
-//! [`combine`]: runs the output streams of all channels of one operator through a
-//! [`Valve`] and returns the combined watermark timeline.
+//! The combined watermark timeline: what Flink's valve emits as the channels' output
+//! streams reach it. [`Combiner`] is the valve together with the timeline it has
+//! emitted so far (one [`TimelineRow`] per valve emission); [`combine`] runs whole
+//! per-channel streams through one, and [`super::TimelineBuilder`] feeds one
+//! incrementally.
 
 use crate::error::Result;
+use crate::snapshot::{Reader, Writer};
 
 use super::valve::Valve;
 use super::Emission;
@@ -29,6 +33,140 @@ pub struct TimelineRow {
     /// The channel holding the minimum among the aligned channels after the input row
     /// was processed (`None` if no channel is aligned).
     pub min_channel: Option<usize>,
+    /// True if this emission is a watermark, i.e. the combined watermark grew (the
+    /// valve emits a watermark only when it grows): an advance for the windows.
+    pub advance: bool,
+}
+
+/// Flink's valve and the timeline it has emitted so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Combiner {
+    valve: Valve,
+    watermark: i64,
+    idle: bool,
+}
+
+impl Combiner {
+    /// A combiner over a fresh valve of `num_channels` channels.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] if `num_channels` is too large.
+    pub fn new(num_channels: usize) -> Result<Self> {
+        Ok(Self {
+            valve: Valve::new(num_channels)?,
+            watermark: i64::MIN,
+            idle: false,
+        })
+    }
+
+    /// The valve.
+    pub fn valve(&self) -> &Valve {
+        &self.valve
+    }
+
+    /// The combined watermark so far (`MIN` before the first).
+    #[inline]
+    pub fn watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// True if the valve is idle.
+    pub fn is_idle(&self) -> bool {
+        self.idle
+    }
+
+    /// Feeds `emission` of `channel` at `time` to the valve; appends one row to `out`
+    /// per valve emission.
+    ///
+    /// # Errors
+    /// [`crate::Error::ChannelOutOfRange`] if `channel` is not a channel of the valve.
+    #[inline]
+    pub fn input(
+        &mut self,
+        channel: i64,
+        time: i64,
+        emission: Emission,
+        out: &mut Vec<TimelineRow>,
+    ) -> Result<()> {
+        // The valve emits at most two things per input (the all-idle flush, then idle).
+        let mut emitted = [None; 2];
+        let mut n = 0;
+        let mut push = |e| {
+            emitted[n] = Some(e);
+            n += 1;
+        };
+        match emission {
+            Emission::Watermark(w) => self.valve.input_watermark(channel, w, &mut push)?,
+            Emission::Idle => self.valve.input_status(channel, true, &mut push)?,
+            Emission::Active => self.valve.input_status(channel, false, &mut push)?,
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let min_channel = self.valve.min_channel();
+        for e in emitted.into_iter().flatten() {
+            match e {
+                Emission::Watermark(w) => self.watermark = w,
+                Emission::Idle => self.idle = true,
+                Emission::Active => self.idle = false,
+            }
+            out.push(TimelineRow {
+                time,
+                watermark: self.watermark,
+                idle: self.idle,
+                min_channel,
+                advance: matches!(e, Emission::Watermark(_)),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a channel at index `at` (see [`Valve::insert_channel`]).
+    ///
+    /// # Errors
+    /// As [`Valve::insert_channel`].
+    pub fn insert_channel(
+        &mut self,
+        at: usize,
+        time: i64,
+        out: &mut Vec<TimelineRow>,
+    ) -> Result<()> {
+        let mut active = false;
+        self.valve.insert_channel(at, &mut |_| active = true)?;
+        if active {
+            self.idle = false;
+            out.push(TimelineRow {
+                time,
+                watermark: self.watermark,
+                idle: false,
+                min_channel: self.valve.min_channel(),
+                advance: false,
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.bytes(&self.valve.snapshot())
+            .i64(self.watermark)
+            .bool(self.idle);
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let valve = Valve::restore(r.bytes()?)?;
+        let watermark = r.i64()?;
+        let idle = r.bool()?;
+        if watermark != valve.watermark() || idle != valve.is_idle() {
+            return Err(crate::Error::Snapshot(
+                "the timeline disagrees with its valve".into(),
+            ));
+        }
+        Ok(Self {
+            valve,
+            watermark,
+            idle,
+        })
+    }
 }
 
 /// Merges `rows` in order of `(time, channel, position within the channel)` (a stable
@@ -50,34 +188,11 @@ pub fn combine(rows: &[ChannelRow], num_channels: usize) -> Result<Vec<TimelineR
         o.sort_by_key(|&i| (rows[i].time, rows[i].channel));
         o
     };
-    let mut valve = Valve::new(num_channels)?;
+    let mut combiner = Combiner::new(num_channels)?;
     let mut out = Vec::new();
-    let mut emitted = Vec::with_capacity(2);
-    let (mut wm, mut idle) = (i64::MIN, false);
     for i in order {
         let r = rows[i];
-        emitted.clear();
-        match r.emission {
-            Emission::Watermark(w) => {
-                valve.input_watermark(r.channel, w, &mut |e| emitted.push(e))?;
-            }
-            Emission::Idle => valve.input_status(r.channel, true, &mut |e| emitted.push(e))?,
-            Emission::Active => valve.input_status(r.channel, false, &mut |e| emitted.push(e))?,
-        }
-        let min_channel = valve.min_channel();
-        for &e in &emitted {
-            match e {
-                Emission::Watermark(w) => wm = w,
-                Emission::Idle => idle = true,
-                Emission::Active => idle = false,
-            }
-            out.push(TimelineRow {
-                time: r.time,
-                watermark: wm,
-                idle,
-                min_channel,
-            });
-        }
+        combiner.input(r.channel, r.time, r.emission, &mut out)?;
     }
     Ok(out)
 }
@@ -104,17 +219,17 @@ mod tests {
             row(0, 40, Emission::Idle),
         ];
         let t = combine(&rows, 2).unwrap();
-        let got: Vec<(i64, i64, bool, Option<usize>)> = t
+        let got: Vec<(i64, i64, bool, Option<usize>, bool)> = t
             .iter()
-            .map(|r| (r.time, r.watermark, r.idle, r.min_channel))
+            .map(|r| (r.time, r.watermark, r.idle, r.min_channel, r.advance))
             .collect();
         assert_eq!(
             got,
             vec![
-                (10, 5, false, Some(0)),
-                (20, 20, false, Some(1)),
-                (30, 30, false, Some(0)),
-                (40, 30, true, None),
+                (10, 5, false, Some(0), true),
+                (20, 20, false, Some(1), true),
+                (30, 30, false, Some(0), true),
+                (40, 30, true, None, false),
             ]
         );
         assert!(combine(&rows, 1).is_err());

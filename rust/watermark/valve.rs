@@ -145,7 +145,7 @@ impl Valve {
         let c = self.index(channel)?;
         if idle && !self.idle[c] {
             self.idle[c] = true;
-            self.aligned.remove(c);
+            let was_aligned = self.aligned.remove(c);
             self.active_count -= 1;
             if self.active_count == 0 {
                 if self.wm[c] == self.last_output && self.max_all > self.last_output {
@@ -154,7 +154,11 @@ impl Valve {
                 }
                 self.all_idle = true;
                 out(Emission::Idle);
-            } else if self.wm[c] == self.last_output {
+            } else if self.wm[c] == self.last_output
+                || (was_aligned && self.wm[c] < self.last_output)
+            {
+                // The second case is a channel inserted behind the output that held it
+                // back (see `insert_channel`): without it, the minimum may rise.
                 self.output_new_min(out);
             }
         } else if !idle && self.idle[c] {
@@ -167,6 +171,52 @@ impl Valve {
                 self.all_idle = false;
                 out(Emission::Active);
             }
+        }
+        Ok(())
+    }
+
+    /// Adds an input channel at index `at` (channels from `at` on move up by one), as
+    /// Flink's source registers a newly discovered split: at `MIN`, active, and counted
+    /// in the minimum, so the combined watermark waits for it until it catches up or
+    /// goes idle (Flink's `WatermarkOutputMultiplexer` does the same for a new output).
+    /// Calls `out` with `Active` if the whole valve was idle.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `channel` if `at > num_channels`, or
+    /// `num_channels` if the valve is full.
+    pub fn insert_channel(&mut self, at: usize, out: &mut impl FnMut(Emission)) -> Result<()> {
+        let n = self.wm.len();
+        if at > n {
+            return Err(Error::param(
+                "channel",
+                format!("cannot insert a channel at {at}: the valve has {n} channel(s)"),
+            ));
+        }
+        if n >= MAX_CHANNELS {
+            return Err(Error::param(
+                "num_channels",
+                format!("must be at most {MAX_CHANNELS}"),
+            ));
+        }
+        let aligned: Vec<bool> = (0..n).map(|c| self.aligned.contains(c)).collect();
+        self.wm.insert(at, i64::MIN);
+        self.idle.insert(at, false);
+        let mut heap = IndexedMinHeap::new(n + 1);
+        for c in 0..=n {
+            let was = match c.cmp(&at) {
+                std::cmp::Ordering::Less => aligned[c],
+                std::cmp::Ordering::Equal => true,
+                std::cmp::Ordering::Greater => aligned[c - 1],
+            };
+            if was {
+                heap.upsert(c, self.wm[c]);
+            }
+        }
+        self.aligned = heap;
+        self.active_count += 1;
+        if self.all_idle {
+            self.all_idle = false;
+            out(Emission::Active);
         }
         Ok(())
     }
@@ -330,6 +380,35 @@ mod tests {
         let mut v = Valve::new(2).unwrap();
         assert!(v.input_status(-1, true, &mut |_| {}).is_err());
         assert!(v.input_watermark(2, 1, &mut |_| {}).is_err());
+    }
+
+    #[test]
+    fn an_inserted_channel_holds_the_output_until_it_catches_up() {
+        let mut v = Valve::new(2).unwrap();
+        let e = run(&mut v, &[In::W(0, 10), In::W(1, 20)]);
+        assert_eq!(e.concat(), vec![W(10)]);
+        v.insert_channel(1, &mut |_| panic!("not idle")).unwrap();
+        assert_eq!(v.num_channels(), 3);
+        assert_eq!(v.min_channel(), Some(1));
+        // Channel 2 is the old channel 1; the newcomer at 1 holds the output at 10.
+        let e = run(
+            &mut v,
+            &[In::W(0, 30), In::W(1, 5), In::W(2, 40), In::W(1, 35)],
+        );
+        assert_eq!(e.concat(), vec![W(30)]);
+        // A newcomer that goes idle before catching up releases the output.
+        v.insert_channel(0, &mut |_| {}).unwrap();
+        let e = run(&mut v, &[In::W(1, 50), In::I(0)]);
+        assert_eq!(e.concat(), vec![W(35)]);
+        // Into an all-idle valve: it becomes active.
+        let mut v = Valve::new(1).unwrap();
+        run(&mut v, &[In::I(0)]);
+        let mut got = Vec::new();
+        v.insert_channel(1, &mut |x| got.push(x)).unwrap();
+        assert_eq!(got, vec![Active]);
+        assert!(v.insert_channel(5, &mut |_| {}).is_err());
+        let r = Valve::restore(&v.snapshot()).unwrap();
+        assert_eq!(r, v);
     }
 
     #[test]

@@ -240,10 +240,10 @@ def test_combine_timeline() -> None:
     )
     t = combine(batch, num_channels=2)
     assert t.to_pylist() == [
-        {"time": 10, "watermark": 5, "status": "active", "min_channel": 0},
-        {"time": 20, "watermark": 20, "status": "active", "min_channel": 1},
-        {"time": 30, "watermark": 30, "status": "active", "min_channel": 0},
-        {"time": 40, "watermark": 30, "status": "idle", "min_channel": None},
+        {"time": 10, "watermark": 5, "status": "active", "min_channel": 0, "advance": True},
+        {"time": 20, "watermark": 20, "status": "active", "min_channel": 1, "advance": True},
+        {"time": 30, "watermark": 30, "status": "active", "min_channel": 0, "advance": True},
+        {"time": 40, "watermark": 30, "status": "idle", "min_channel": None, "advance": False},
     ]
     with pytest.raises(ChannelOutOfRangeError):
         combine(batch, num_channels=1)

@@ -13,8 +13,10 @@ changes nothing else: ``W_B(t) = W_0(t) - B`` (``MIN`` stays ``MIN``). Hence:
   ``W_B < end - 1``, i.e. ``B > min(W_0(arrival) - end + 1)``, and it fires at the first
   timeline time where ``W_0 >= end - 1 + B``.
 
-So Spark computes ``W_0`` per record once per idle timeout (a broadcast join against
-the compact timeline), then a handful of sums per candidate bound. Quantiles are
+So one pass of the timeline builder gives one timeline per idle timeout, Spark reads
+``W_0`` per record by its arrival bucket (constant arrays, see
+:func:`floodmark.spark.lookup.with_bucket_values`), then a handful of sums per
+candidate bound. Quantiles are
 nearest-rank over the on-time firings (``fired_at - window_end``); windows fired only by
 the end of input are counted in ``fired_at_end`` and left out of the quantiles.
 """
@@ -22,7 +24,6 @@ the end of input are counted in ``fired_at_end`` and left out of the quantiles.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -34,14 +35,10 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote
-from floodmark.spark.lookup import join_buckets
-from floodmark.spark.timeline import (
-    bucket_aggregate,
-    make_plan,
-    resolve_strategy,
-    timeline_from_buckets,
-    valid_rows,
-)
+from floodmark.spark.late import element_late
+from floodmark.spark.lookup import in_force_by_bucket, with_bucket_values
+from floodmark.spark.plan import make_plan, resolve_strategy, valid_rows
+from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 
@@ -139,36 +136,42 @@ def analyze_bounds(
         ]
         idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
         size, slide, offset = window_grid(window, ev.unit)
-        plans = []
+        strategies = []
         for idle in idle_timeouts:
             strategy = WatermarkStrategy.for_monotonous_timestamps()
             if idle is not None:
                 strategy = strategy.with_idleness(idle)
-            plans.append(
-                dataclasses.replace(base, strategy=resolve_strategy(strategy, ev.unit, arr.unit))
-            )
-        agg = bucket_aggregate(df, base)
-        curves = []
-        lookup = None
-        for j, plan in enumerate(plans):
-            tl = timeline_from_buckets(agg, plan)
-            times, wms = tl.advances()
-            curves.append((times, wms))
-            col = tl.buckets.select(["channel", "bucket", "watermark"]).rename_columns(
-                ["channel", "bucket", f"w{j}"]
-            )
-            lookup = col if lookup is None else lookup.join(col, ["channel", "bucket"])
-        assert lookup is not None
+            strategies.append(resolve_strategy(strategy, ev.unit, arr.unit))
+        timelines = compute_timelines(df, base, strategies)
+        curves = [tl.advances() for tl in timelines]
         needed = dict.fromkeys([*keys, channel, arr.name, ev.name])
-        recs = join_buckets(
-            df.where(valid_rows(base)).select(*[F.col(quote(c)) for c in needed]), base, lookup
-        ).withColumn("__fm_ts", ev.ticks())
+        recs = (
+            df.where(valid_rows(base))
+            .select(*[F.col(quote(c)) for c in needed])
+            .withColumn("__fm_arrival", arr.ticks())
+        )
+        per_bucket = [in_force_by_bucket(tl) for tl in timelines]
+        if per_bucket[0] is not None:
+            first = per_bucket[0][0]
+            recs = with_bucket_values(
+                recs,
+                base,
+                first,
+                {f"w{j}": found[1] for j, found in enumerate(per_bucket) if found is not None},
+                "__fm_arrival",
+            )
+        else:  # no placeable record: no watermark anywhere
+            recs = recs.select("*", *[F.lit(I64_MIN).alias(f"w{j}") for j in range(len(timelines))])
+        recs = recs.withColumn("__fm_ts", ev.ticks())
         js = range(len(idle_timeouts))
         minimum = F.lit(I64_MIN)
         # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).
         w0 = {j: F.when(F.col(f"w{j}") > minimum, F.col(f"w{j}")) for j in js}
+        # Late under bound B: ts + B <= W0 (Flink's element-late rule, W_B = W0 - B).
         late_exprs = [
-            F.sum(F.when(w0[j] - F.col("__fm_ts") >= b, 1).otherwise(0)).alias(f"late_{j}_{i}")
+            F.sum(F.when(element_late(F.col("__fm_ts"), b, w0[j]), 1).otherwise(0)).alias(
+                f"late_{j}_{i}"
+            )
             for j in js
             for i, b in enumerate(b_ticks)
         ]

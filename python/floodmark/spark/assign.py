@@ -1,8 +1,9 @@
 """Stage 3: each record gets its channel's watermark and the combined watermark in
 force when it arrived, and whether it is late.
 
-Each record reads its row of the compact per-``(channel, bucket)`` table the timeline
-stage produced, from constant arrays in the plan or through a broadcast join (see
+Each record reads its row of the per-``(channel, bucket)`` table the timeline stage
+produced: from constant arrays in the plan or through a broadcast join when the table
+came to the driver, through a join on the executors when it stayed there (see
 :mod:`floodmark.spark.lookup`): native Spark, no record crosses into Python.
 """
 
@@ -14,15 +15,12 @@ from typing import TYPE_CHECKING
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import name_key, quote, schema_error
-from floodmark.spark.lookup import join_buckets
-from floodmark.spark.timeline import (
-    Timeline,
-    compute_timeline,
-    error_reason,
-    make_plan,
-)
+from floodmark.spark.late import behind_watermark
+from floodmark.spark.lookup import join_bucket_frame, join_buckets
+from floodmark.spark.plan import error_reason, make_plan
+from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import I64_MIN, Duration
+from floodmark.time import Duration
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,11 +48,16 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
     from pyspark.sql import functions as F
 
     plan = timeline.plan
-    table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
-    joined = join_buckets(df, plan, table.rename_columns(["channel", "bucket", _CWM, _WM]))
+    names = ["channel", "bucket", _CWM, _WM]
+    if timeline.buckets is not None:
+        table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
+        joined = join_buckets(df, plan, table.rename_columns(names))
+    else:
+        assert timeline.bucket_frame is not None
+        joined = join_bucket_frame(df, plan, timeline.bucket_frame.toDF(*names))
     reason = error_reason(plan)
     wm = F.col(_WM)
-    is_late = F.when(reason.isNull(), (wm > F.lit(I64_MIN)) & (plan.event_time.ticks() <= wm))
+    is_late = F.when(reason.isNull(), behind_watermark(plan.event_time.ticks(), wm))
     return joined.select(
         *[F.col(quote(c)) for c in df.columns],
         plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
@@ -123,7 +126,7 @@ def assign_watermarks(
     )
     with ordered_input_released(df, arrival):  # kept for the result, unless this fails
         check_added_names(df)
-        return apply_timeline(df, compute_timeline(df, plan))
+        return apply_timeline(df, compute_timeline(df, plan, channel_watermarks=True))
 
 
 @without_call_sites
@@ -153,4 +156,6 @@ def watermark_timeline(
         arrival_unit=arrival_unit,
     )
     with ordered_input_released(df, arrival, on_success=True):
-        return compute_timeline(df, plan).to_dataframe(df.sparkSession)
+        timeline = compute_timeline(df, plan)
+        timeline.unpersist()
+        return timeline.to_dataframe(df.sparkSession)

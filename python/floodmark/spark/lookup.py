@@ -1,26 +1,34 @@
-"""Stage 3's lookup: each record gets the values of its ``(channel, bucket)`` row.
+"""Stage 3's lookups: every way a record reads the values of its bucket.
 
-A record's slot in the compact per-bucket table (channels x buckets) is one number,
-``(bucket - first bucket) * channels + channel offset``. Three ways to look it up, the
-cheapest that fits:
+Two kinds of values, read from what the timeline stage left:
 
-* At most :data:`MAX_CONSTANT_SLOTS` slots (a session with a JVM gateway, i.e. not
-  Spark Connect): each value column is a constant ``array<bigint>`` literal in the plan,
-  indexed by the slot, or by the bucket alone when the column is the same for every
-  channel of a bucket (the combined watermark is). One array read per record: no
-  join, and no table shipped from Python and broadcast, which alone cost 0.8-1.3 s
-  for 288k rows. ``explain()`` shows each array as ``UnsafeArrayData@...`` (the values
-  only with the ``lit`` fallback; :func:`floodmark.spark.watermark_timeline` shows
-  them).
-* Larger tables are broadcast and joined on the slot as one ``bigint`` key: Spark builds
-  a long-keyed hash relation (an array lookup when the keys are dense) and probes it
-  without hashing a row per record.
-* Slots that would not fit in one ``bigint``: the join is on the pair.
+* **Per bucket**: the combined watermark in force for records of bucket ``k`` (arrival
+  in ``((k - 1) * interval, k * interval]``) is the last advance at or before
+  ``(k - 1) * interval`` (advances happen on the emission grid), the same for every
+  channel: O(span / emit_interval) values. :func:`in_force_by_bucket` gives them,
+  :func:`in_force_column` reads them from one constant array in the plan (at most
+  :data:`MAX_CONSTANT_SLOTS` buckets), :func:`with_bucket_values` from constant arrays
+  or, for a longer span, a broadcast join on the bucket.
+* **Per (channel, bucket)**: the channel watermark (``assign_watermarks``). When the
+  per-(channel, bucket) table came to the driver (small), its slot is one number,
+  ``(bucket - first bucket) * channels + channel offset``, looked up the cheapest way
+  that fits (:func:`join_buckets`): at most :data:`MAX_CONSTANT_SLOTS` slots (a session
+  with a JVM gateway, i.e. not Spark Connect): each value column is a constant
+  ``array<bigint>`` literal in the plan, indexed by the slot, or by the bucket alone
+  when the column is the same for every channel of a bucket (the combined watermark
+  is); larger tables are broadcast and joined on the slot as one ``bigint`` key (a
+  long-keyed hash relation, probed without hashing a row per record); slots that would
+  not fit in one ``bigint``: the pair. When the table stayed on the executors (large:
+  many channels or a long span), it is joined to the records there, on ``(channel,
+  bucket)``, by :func:`join_bucket_frame`: a shuffle, but nothing through the driver.
 
-Measured on 10M rows (docs/performance.md): the pair join 5.9 s, the one-key join 2.2 s;
+Constant arrays: one array read per record, no join, and no table shipped from Python
+and broadcast, which alone cost 0.8-1.3 s for 288k rows. ``explain()`` shows each as
+``UnsafeArrayData@...`` (the values only with the ``lit`` fallback;
+:func:`floodmark.spark.watermark_timeline` shows them). Measured on 10M rows
+(docs/performance.md): the pair join 5.9 s, the one-key join 2.2 s;
 ``assign_watermarks`` with the one-key join 1.58x an identity pass, with the constant
-arrays 1.20-1.33x, and 0.84-1.13x since they are contiguous ``UnsafeArrayData`` literals
-read once per record.
+arrays 0.84-1.13x.
 
 The channel offset is ``channel - smallest channel`` for integer channels whose values
 span a small range (Kafka partitions); other channels (strings, sparse integers) get
@@ -37,8 +45,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.spark.columns import quote
-from floodmark.spark.timeline import WatermarkPlan, valid_rows
-from floodmark.time import I64_MAX
+from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.time import I64_MAX, I64_MIN
+
+if TYPE_CHECKING:
+    from floodmark.spark.timeline import Timeline
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -257,4 +268,115 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
     return joined.drop(_KEY, _ARRIVAL, _BUCKET, _OFFSET)
 
 
-__all__ = ["MAX_ARITHMETIC_SPAN", "MAX_CONSTANT_SLOTS", "MAX_KEYS", "join_buckets"]
+def watermark_in_force(
+    times: np.ndarray, wms: np.ndarray, buckets: np.ndarray, interval: int
+) -> np.ndarray:
+    """The watermark in force for a record of each bucket: the last of ``wms`` (at
+    ``times``, sorted) strictly before its arrival, i.e. at or before
+    ``(bucket - 1) * interval``; ``MIN`` before the first (or with none at all, e.g.
+    ``WatermarkStrategy.no_watermarks()``)."""
+    if len(wms) == 0:
+        return np.full(len(buckets), I64_MIN, np.int64)
+    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
+    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+
+
+def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
+    """``(first bucket, the combined watermark in force per bucket)`` from the first
+    bucket to one past the last (a bucket before has no watermark, one after every
+    advance's); None when there is no bucket (no record to look up)."""
+    if timeline.first_bucket is None or timeline.last_bucket is None:
+        return None
+    times, wms = timeline.advances()
+    first, last = timeline.first_bucket, timeline.last_bucket
+    ks = np.arange(first, last + 2, dtype=np.int64)
+    return first, watermark_in_force(times, wms, ks, timeline.plan.interval)
+
+
+def bucket_array_column(
+    spark: SparkSession, plan: WatermarkPlan, first: int, values: np.ndarray, arrival: str
+) -> Column | None:
+    """A per-bucket value for each record, from ``values`` (buckets ``first`` to one
+    past the last, as :func:`in_force_by_bucket` gives them: ``MIN`` before them, the
+    last value after them), read from one constant array by the bucket of the column
+    ``arrival`` (ticks); None when the array is too long or the session has no JVM
+    gateway."""
+    from pyspark.sql import functions as F
+
+    if len(values) == 0 or len(values) > MAX_CONSTANT_SLOTS:
+        return None
+    array = constant_array(spark, values)
+    if array is None:
+        return None
+    bucket = plan.bucket(arrival)
+    last = first + len(values) - 1
+    return (
+        F.when(bucket < first, F.lit(I64_MIN))
+        .when(bucket > last, F.lit(int(values[-1])))
+        .otherwise(F.get(array, (bucket - F.lit(first)).cast("int")))
+    )
+
+
+def in_force_column(spark: SparkSession, timeline: Timeline, arrival: str) -> Column | None:
+    """The combined watermark (ticks) in force for each record, from the column
+    ``arrival`` holding its arrival in ticks: one constant array read (None when the
+    span has more than :data:`MAX_CONSTANT_SLOTS` buckets or the session has no JVM
+    gateway)."""
+    found = in_force_by_bucket(timeline)
+    if found is None:
+        return None
+    return bucket_array_column(spark, timeline.plan, found[0], found[1], arrival)
+
+
+def with_bucket_values(
+    recs: DataFrame, plan: WatermarkPlan, first: int, values: dict[str, np.ndarray], arrival: str
+) -> DataFrame:
+    """``recs`` plus one column per entry of ``values`` (per bucket, as in
+    :func:`bucket_array_column`), read by the bucket of the column ``arrival`` (ticks):
+    constant arrays, or a broadcast join on the bucket (O(span / emit_interval) rows)
+    when they do not fit."""
+    from pyspark.sql import functions as F
+
+    spark = recs.sparkSession
+    columns = {n: bucket_array_column(spark, plan, first, v, arrival) for n, v in values.items()}
+    if all(c is not None for c in columns.values()):
+        return recs.select("*", *[c.alias(n) for n, c in columns.items() if c is not None])
+    n = len(next(iter(values.values())))
+    table = pa.table({_BUCKET: np.arange(first, first + n, dtype=np.int64), **values})
+    bucket = plan.bucket(arrival)
+    joined = recs.withColumn(
+        _BUCKET, F.when(bucket >= first, F.least(bucket, F.lit(first + n - 1)))
+    ).join(F.broadcast(spark.createDataFrame(table)), on=_BUCKET, how="left")
+    return joined.select(
+        *[F.col(quote(c)) for c in recs.columns],
+        *[F.coalesce(F.col(quote(name)), F.lit(I64_MIN)).alias(name) for name in values],
+    )
+
+
+def join_bucket_frame(df: DataFrame, plan: WatermarkPlan, frame: DataFrame) -> DataFrame:
+    """``df`` plus the value columns of ``frame`` (every column but ``channel`` and
+    ``bucket``) for each record's channel and bucket, joined on the executors (the
+    large-table path); null for rows the watermark stages cannot place."""
+    from pyspark.sql import functions as F
+
+    values = [c for c in frame.columns if c not in ("channel", "bucket")]
+    right = frame.select(F.col("channel").alias(_CHANNEL), F.col("bucket").alias(_BUCKET), *values)
+    recs = df.withColumn(_ARRIVAL, plan.arrival.ticks()).withColumn(
+        _BUCKET, F.when(valid_rows(plan), plan.bucket(_ARRIVAL))
+    )
+    same = (F.col(quote(plan.channel)) == F.col(_CHANNEL)) & (recs[_BUCKET] == right[_BUCKET])
+    joined = recs.join(right, same, how="left")
+    return joined.select(*[recs[quote(c)] for c in df.columns], *[right[v] for v in values])
+
+
+__all__ = [
+    "MAX_ARITHMETIC_SPAN",
+    "MAX_CONSTANT_SLOTS",
+    "MAX_KEYS",
+    "in_force_by_bucket",
+    "in_force_column",
+    "join_bucket_frame",
+    "join_buckets",
+    "watermark_in_force",
+    "with_bucket_values",
+]

@@ -1,4 +1,8 @@
-"""The window stage's three outputs from one pass: packed, cached, unpacked per kind.
+"""Several outputs from one pass: packed, cached, unpacked per kind.
+
+The window stage's three outputs (results, late, dropped) and the timeline stage's
+(the timeline, its statistics, the per-(channel, bucket) watermarks) each come out of
+one ``mapInArrow`` pass.
 
 ``mapInArrow`` has one output schema, and the results, late and dropped rows must come
 from one run of the window operators, so that run is cached. Spark caches a DataFrame
@@ -19,12 +23,22 @@ import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
 KIND, PAYLOAD = "__fm_output", "__fm_payload"
-#: The kinds of output rows, stored as a byte.
-KINDS = {"result": 0, "late": 1, "dropped": 2}
+#: The kinds of output rows, stored as a byte: the window stage's three outputs, and
+#: the timeline stage's (see :mod:`floodmark.spark.timeline`).
+KINDS = {
+    "result": 0,
+    "late": 1,
+    "dropped": 2,
+    "timeline": 3,
+    "stats": 4,
+    "buckets": 5,
+    "error": 6,
+}
+_NAMES = {code: name for name, code in KINDS.items()}
 #: Rows per packed batch: keeps each payload far below Arrow's 2 GiB binary limit.
 ROWS_PER_PAYLOAD = 100_000
 
@@ -57,12 +71,24 @@ def unpack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             yield from pa.ipc.open_stream(payload.as_buffer())
 
 
-def unpacked(cached: DataFrame, kind: str, schema: StructType) -> DataFrame:
-    """The rows of ``kind`` stored in ``cached``, as a DataFrame of ``schema``."""
+def unpack_local(table: pa.Table) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """``(kind, batch)`` of every packed row of ``table`` (collected to the driver)."""
+    kinds = table.column(KIND).to_pylist()
+    for code, payload in zip(kinds, table.column(PAYLOAD), strict=True):
+        for batch in pa.ipc.open_stream(payload.as_buffer()):
+            yield _NAMES[code], batch
+
+
+def only(kind: str) -> Column:
+    """The packed rows of ``kind``."""
     from pyspark.sql import functions as F
 
-    rows = cached.where(F.col(KIND) == F.lit(KINDS[kind]).cast("tinyint")).select(PAYLOAD)
-    return rows.mapInArrow(unpack, schema)
+    return F.col(KIND) == F.lit(KINDS[kind]).cast("tinyint")
 
 
-__all__ = ["KINDS", "pack", "packed_schema", "unpack", "unpacked"]
+def unpacked(cached: DataFrame, kind: str, schema: StructType) -> DataFrame:
+    """The rows of ``kind`` stored in ``cached``, as a DataFrame of ``schema``."""
+    return cached.where(only(kind)).select(PAYLOAD).mapInArrow(unpack, schema)
+
+
+__all__ = ["KINDS", "only", "pack", "packed_schema", "unpack", "unpack_local", "unpacked"]

@@ -7,18 +7,31 @@ record with ``arrival <= t`` (the documented tie rule). For the periodic generat
 without idleness) what an emission at ``t`` says depends only on the maximum event time
 seen so far and on whether anything arrived since the previous emission. So Spark
 reduces each channel's records, natively and in parallel, to one row per non-empty grid
-bucket ``(channel, bucket, max event time, count)``, and the Rust driver replays the
-channel's generator over those rows exactly as it would over every record. The result
-is the same emission stream, bit for bit (the equality tests check it against the
-per-record engine), without sending a single record through Python.
+bucket ``(channel, bucket, max event time)``, and the Rust timeline builder
+(:class:`floodmark.timeline.TimelineBuilder`) runs every channel's generator and the
+valve over those rows in one pass, exactly as over every record (the equality tests
+check it against ``floodmark.replay``).
 
-The compact rows (channels x non-empty buckets) come to the driver, where the Rust
-valve merges the channels' emissions into the combined watermark timeline.
+Why the cost does not grow with channels x span. The bucket table has one row per
+non-empty ``(channel, bucket)``: at most the number of records, but with many channels
+or a long span it can be millions of rows (1,000 Kafka partitions over an hour at
+200 ms: up to 18M). So it comes to the driver only when small
+(:data:`MAX_DRIVER_BUCKET_ROWS`, one bounded collect that stops there); a larger one
+stays on the executors, cached, and the builder runs over it in one Spark task, in
+arrival order, with memory bounded by the channels. Either way the driver receives only
+what does not grow with channels x buckets: the channel list (one value per channel,
+for the valve's order), the combined timeline (one row per valve emission: its
+watermark changes only at grid times, so O(span / emit_interval) in practice) and a few
+numbers (the event-time range, the records a window may find late). The per-record
+stages read the combined watermark by bucket (O(span / emit_interval) values); only
+``assign_watermarks``' per-record *channel* watermark needs the per-(channel, bucket)
+table itself, and joins it on the executors when it is large (see
+:mod:`floodmark.spark.lookup`).
 """
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,194 +39,74 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
-from floodmark.spark.columns import (
-    TimeColumn,
-    key_column,
-    name_key,
-    quote,
-    schema_error,
-    time_column,
-)
+from floodmark.exceptions import InvalidInputError
+from floodmark.spark.columns import quote
+from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
+from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import I64_MAX, I64_MIN, Duration, to_ticks
-from floodmark.watermarks import combine, drive
+from floodmark.timeline import TimelineBuilder, channel_index
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-PERIODIC_KINDS = ("bounded_out_of_orderness", "processing_time_lag", "no_watermarks")
+#: The per-(channel, bucket) table comes to the driver when it has at most this many
+#: rows (a collect that stops at one more); a larger one stays on the executors.
+MAX_DRIVER_BUCKET_ROWS = 1 << 19
 
-
-@dataclass(frozen=True)
-class WatermarkPlan:
-    """Everything the watermark stages need, resolved and checked against the schema."""
-
-    event_time: TimeColumn
-    arrival: TimeColumn
-    channel: str
-    interval: int
-    strategy: WatermarkStrategy  # durations already in ticks
-
-    def bucket(self, arrival_ticks: str) -> Column:
-        """The grid bucket of each record, from the column ``arrival_ticks`` holding its
-        arrival in ticks: ``ceil(arrival / interval)`` in exact integer arithmetic (no
-        overflow, no float). A record of bucket ``k`` is first seen by the emission at
-        ``k * interval``."""
-        from pyspark.sql import functions as F
-
-        a, i = quote(arrival_ticks), self.interval
-        return F.expr(f"({a} div {i}) + CASE WHEN {a} % {i} > 0 THEN 1 ELSE 0 END")
-
-
-def resolve_strategy(
-    strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
-) -> WatermarkStrategy:
-    """The same strategy with every duration in ticks: the bound in event-time ticks,
-    the idle timeout in arrival ticks."""
-    if not isinstance(strategy, WatermarkStrategy):
-        raise InvalidParameterError(
-            "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
-            f"got {type(strategy).__name__}"
-        )
-    kind = strategy.kind
-    if kind not in PERIODIC_KINDS:
-        raise InvalidParameterError(
-            f"invalid parameter `strategy`: the Spark pipeline runs the periodic strategies "
-            f"({', '.join(PERIODIC_KINDS)}, with or without idleness); {kind!r} runs with "
-            "floodmark.drive on a single table instead"
-        )
-    resolved: WatermarkStrategy
-    if kind == "bounded_out_of_orderness":
-        assert strategy.bound is not None
-        resolved = WatermarkStrategy.for_bounded_out_of_orderness(
-            to_ticks(strategy.bound, event_unit, "bound")
-        )
-    elif kind == "processing_time_lag":
-        if event_unit != arrival_unit:
-            raise InvalidParameterError(
-                "invalid parameter `strategy`: a processing-time-lag watermark compares "
-                "arrival time with event time, so both columns need the same unit "
-                f"(got event time in {event_unit}, arrival in {arrival_unit})"
-            )
-        assert strategy.lag is not None
-        resolved = WatermarkStrategy.for_processing_time_lag(
-            to_ticks(strategy.lag, arrival_unit, "lag")
-        )
-    else:
-        resolved = WatermarkStrategy.no_watermarks()
-    if strategy.idle_timeout is not None:
-        idle = to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
-        if idle == 0 and strategy.idle_timeout:
-            raise InvalidParameterError(
-                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is less than one "
-                f"tick of the arrival column's unit ({arrival_unit!r}); give a longer timeout"
-            )
-        resolved = resolved.with_idleness(idle)
-    return resolved
-
-
-def make_plan(
-    df: DataFrame,
-    strategy: WatermarkStrategy,
-    *,
-    event_time: str | None,
-    channel: str,
-    arrival: str | None,
-    emit_interval: Duration,
-    event_time_unit: str | None,
-    arrival_unit: str | None,
-) -> tuple[DataFrame, WatermarkPlan]:
-    """Check the columns and parameters (before any job runs) and resolve them.
-
-    Returns ``df`` (with the default arrival column added when ``arrival`` is None, see
-    :mod:`floodmark.spark.arrival`) and the plan."""
-    from floodmark.spark.arrival import ordered_input_released, with_default_arrival
-
-    if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
-        raise InvalidParameterError(
-            f"invalid parameter `df`: expected a pyspark DataFrame, got {type(df).__name__}"
-        )
-    for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
-        if (name is not None or parameter == "channel") and not isinstance(name, str):
-            raise InvalidParameterError(
-                f"invalid parameter `{parameter}`: expected a column name (str), "
-                f"got {type(name).__name__}"
-            )
-    if arrival is None and arrival_unit is not None:
-        raise InvalidParameterError(
-            "invalid parameter `arrival_unit`: it is the unit of the arrival column, and "
-            "no arrival= was given (the row order within each channel is the arrival "
-            "then, in ms ticks); pass arrival= or drop arrival_unit"
-        )
-    key = name_key(df)
-    reserved = [c for c in df.columns if key(c).startswith("__fm_")]
-    if reserved:
-        raise schema_error(
-            reserved[0],
-            f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
-            "columns; rename it first",
-        )
-    given = arrival
-    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
-    with ordered_input_released(df, given):  # a rejected call keeps no cache
-        name = event_time or (strategy.timestamp_column if strategy else None)
-        if name is None:
-            raise InvalidParameterError(
-                "invalid parameter `event_time`: name the event-time column, either "
-                "event_time='ts' or strategy.with_timestamp_assigner('ts')"
-            )
-        ev = time_column(df, name, event_time_unit, "event_time")
-        arr = time_column(df, arrival, arrival_unit, "arrival")
-        key_column(df, channel, "channel")
-        interval = to_ticks(emit_interval, arr.unit, "emit_interval")
-        if interval <= 0:
-            raise InvalidParameterError(
-                f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
-                f"the arrival column's unit ({arr.unit!r}); give a longer interval"
-            )
-        return df, WatermarkPlan(
-            ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
-        )
+#: A function of one chunk of bucket rows (``bucket``, ``min_ts``, ``rows`` columns) and
+#: the combined watermark in force for each row: how many of their records may be late
+#: for a window (an upper bound). Run where the builder runs, so it must be picklable.
+LateProbe = Callable[[pa.RecordBatch, np.ndarray], int]
 
 
 @dataclass
 class Timeline:
-    """The combined watermark timeline of one input, plus what stage 3 joins against.
+    """The combined watermark timeline of one input, and what the later stages read.
 
     Attributes:
         plan: the resolved plan.
         table: one row per change of the combined watermark or status: ``time``
             (arrival ticks), ``watermark`` (event-time ticks), ``status``
-            (``active``/``idle``), ``min_channel`` (the channel value holding the minimum).
-        buckets: one row per non-empty ``(channel, bucket)``: ``channel``, ``bucket``,
-            ``channel_watermark`` and ``watermark`` in force for records of that bucket
-            (and the bucket's smallest event time ``min_ts`` and its number of records
-            ``rows`` when aggregated).
-        channels: the channel values, in the order of the valve's channel indexes.
-        emissions: every channel's own output (deduplicated as Flink's
-            ``WatermarkToDataOutput`` does): ``channel`` (value), ``time``, ``kind``
-            (``watermark``/``idle``/``active``), ``watermark``.
+            (``active``/``idle``), ``min_channel`` (the channel value holding the
+            minimum) and ``advance`` (the watermark grew).
+        channels: the channel values, in the valve's order.
+        first_bucket, last_bucket: the grid buckets of the first and last arrival
+            (None for no placeable record).
+        rows: the number of placeable records.
         event_range: smallest and largest event time (ticks) of the placeable records,
-            when the aggregation gave ``min_ts``; None for no records.
+            when the aggregation gave ``min_ts`` (``stats``); None otherwise or for no
+            records.
+        maybe_late: what the late probe counted (None without one).
+        buckets: when the per-(channel, bucket) table came to the driver: one row per
+            non-empty ``(channel, bucket)`` with ``channel``, ``bucket``,
+            ``channel_watermark`` and ``watermark`` in force for its records (and
+            ``min_ts``, ``rows`` with ``stats``). None when it stayed on the executors.
+        bucket_frame: when it stayed on the executors and the channel watermarks were
+            asked for: the same as a DataFrame (``channel``, ``bucket``,
+            ``channel_watermark``, ``watermark``), cached until :meth:`unpersist`.
+        emissions: every channel's own output (``channel`` value, ``time``, ``kind``,
+            ``watermark``) when asked for and the table came to the driver.
     """
 
     plan: WatermarkPlan
     table: pa.Table
-    buckets: pa.Table
-    channels: list[Any] = field(default_factory=list)
-    emissions: pa.Table | None = None
+    channels: pa.Array
+    first_bucket: int | None
+    last_bucket: int | None
+    rows: int
     event_range: tuple[int, int] | None = None
+    maybe_late: int | None = None
+    buckets: pa.Table | None = None
+    bucket_frame: DataFrame | None = None
+    emissions: pa.Table | None = None
+    cached: list[DataFrame] = field(default_factory=list)
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, watermarks)`` of the rows where the combined watermark grew."""
-        times = self.table.column("time").to_numpy()
-        wms = self.table.column("watermark").to_numpy()
-        if len(wms) == 0:
-            return times, wms
-        prev = np.concatenate([[I64_MIN], np.maximum.accumulate(wms)[:-1]])
-        keep = wms > prev
-        return times[keep], wms[keep]
+        grew = self.table.column("advance").to_numpy(zero_copy_only=False)
+        times = self.table.column("time").to_numpy(zero_copy_only=False)
+        wms = self.table.column("watermark").to_numpy(zero_copy_only=False)
+        return times[grew], wms[grew]
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The timeline as a DataFrame, times and watermarks in the input's types."""
@@ -222,7 +115,7 @@ class Timeline:
         # From the Arrow table itself: its schema holds with no rows (an empty input, a
         # strategy that never emits) and keeps an integer channel integer when it is
         # null (every channel idle), which pandas would turn into a float.
-        df = spark.createDataFrame(self.table)
+        df = spark.createDataFrame(self.table.drop(["advance"]))
         return df.select(
             self.plan.arrival.from_ticks(F.col("time")).alias("time"),
             self.plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
@@ -230,157 +123,21 @@ class Timeline:
             F.col("min_channel"),
         )
 
-
-def watermark_in_force(
-    times: np.ndarray, wms: np.ndarray, buckets: np.ndarray, interval: int
-) -> np.ndarray:
-    """The watermark in force for a record of each bucket: the last of ``wms`` (at
-    ``times``, sorted) strictly before its arrival, i.e. at or before
-    ``(bucket - 1) * interval``; ``MIN`` before the first (or with none at all, e.g.
-    ``WatermarkStrategy.no_watermarks()``)."""
-    if len(wms) == 0:
-        return np.full(len(buckets), I64_MIN, np.int64)
-    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
-    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+    def unpersist(self) -> None:
+        """Release what the stage cached on the executors."""
+        for frame in self.cached:
+            frame.unpersist()
+        self.cached.clear()
 
 
-def timeline_from_buckets(agg: pa.Table, plan: WatermarkPlan) -> Timeline:
-    """Run the generator per channel over the bucket rows and combine the channels.
-
-    Args:
-        agg: columns ``channel``, ``bucket``, ``max_ts`` (one row per non-empty bucket),
-            and optionally ``min_ts``.
-        plan: the resolved plan.
-    """
-    interval = plan.interval
-    agg = agg.sort_by([("channel", "ascending"), ("bucket", "ascending")])
-    chan = agg.column("channel").combine_chunks()
-    buckets = agg.column("bucket").to_numpy().astype(np.int64)
-    max_ts = agg.column("max_ts").to_numpy().astype(np.int64)
-    n = len(buckets)
-    if n == 0:
-        empty = pa.table(
-            {
-                "time": pa.array([], pa.int64()),
-                "watermark": pa.array([], pa.int64()),
-                "status": pa.array([], pa.string()),
-                "min_channel": pa.array([], agg.schema.field("channel").type),
-            }
-        )
-        none = pa.array([], pa.int64())
-        # No placeable record (an empty input, or every row null somewhere): the same
-        # columns as ever, with no rows, so every stage after this one runs unchanged.
-        bucket_table = pa.table(
-            {
-                "channel": agg.column("channel"),
-                "bucket": agg.column("bucket"),
-                "channel_watermark": none,
-                "watermark": none,
-                **{c: agg.column(c) for c in ("min_ts", "rows") if c in agg.column_names},
-            }
-        )
-        return Timeline(plan, empty, bucket_table, [])
-    # The grid times of the buckets, and the one before each ((bucket - 1) * interval),
-    # must be longs: arrivals that close to the range's ends cannot be placed.
-    low, high = int(buckets.min()), int(buckets.max())
-    if (low - 1) * interval < I64_MIN or high * interval > I64_MAX:
-        err = InvalidInputError(
-            f"invalid input `{plan.arrival.name}`: arrival times within one emit interval "
-            "of the 64-bit range's ends cannot be placed on the emission grid"
-        )
-        err.column = plan.arrival.name
-        raise err
-    # Channel boundaries in the sorted rows.
-    changed = pc.not_equal(chan.slice(1), chan.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-    starts = [0, *(np.flatnonzero(changed) + 1).tolist(), n]
-    channel_values = pa.array([chan[s].as_py() for s in starts[:-1]], chan.type)
-    channels = channel_values.to_pylist()
-    start, until = int(buckets.min()) * interval, int(buckets.max()) * interval
-    channel_wm = np.empty(n, dtype=np.int64)
-    parts = []
-    for idx, (lo, hi) in enumerate(itertools.pairwise(starts)):
-        res = drive(
-            plan.strategy,
-            max_ts[lo:hi],
-            buckets[lo:hi] * interval,
-            emit_interval=interval,
-            start=start,
-            until=until,
-        )
-        channel_wm[lo:hi] = res.record_watermark.to_numpy(zero_copy_only=False)
-        em = res.emissions
-        parts.append(
-            pa.record_batch(
-                [pa.array(np.full(em.num_rows, idx, dtype=np.int64)), *em.columns],
-                names=["channel", *em.schema.names],
-            )
-        )
-    emissions = pa.Table.from_batches(parts).combine_chunks().to_batches()
-    merged = pa.concat_batches(emissions) if emissions else parts[0].slice(0, 0)
-    tl = combine(merged, num_channels=len(channels))
-    times = tl.column("time").to_numpy(zero_copy_only=False)
-    wms = tl.column("watermark").to_numpy(zero_copy_only=False)
-    wm_in_force = watermark_in_force(times, wms, buckets, interval)
-    table = pa.table(
-        {
-            "time": tl.column("time"),
-            "watermark": tl.column("watermark"),
-            "status": tl.column("status"),
-            "min_channel": channel_values.take(tl.column("min_channel")),
-        }
-    )
-    bucket_table = pa.table(
-        {
-            "channel": agg.column("channel"),
-            "bucket": pa.array(buckets),
-            "channel_watermark": pa.array(channel_wm),
-            "watermark": pa.array(wm_in_force),
-            **{c: agg.column(c) for c in ("min_ts", "rows") if c in agg.column_names},
-        }
-    )
-    emitted = pa.table(
-        {
-            "channel": channel_values.take(merged.column("channel")),
-            "time": merged.column("time"),
-            "kind": merged.column("kind"),
-            "watermark": merged.column("watermark"),
-        }
-    )
-    event_range = None
-    if "min_ts" in agg.column_names:
-        event_range = (int(agg.column("min_ts").to_numpy().min()), int(max_ts.max()))
-    return Timeline(plan, table, bucket_table, channels, emitted, event_range)
-
-
-def valid_rows(plan: WatermarkPlan) -> Column:
-    """Rows the watermark stages can place: event time, arrival and channel not null."""
+def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, stats: bool = False) -> DataFrame:
+    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``arrival``
+    (the latest arrival, in ticks), ``max_ts``, and ``min_ts`` and ``rows`` with
+    ``stats`` (the window stage needs the event-time range and which buckets can hold
+    late records)."""
     from pyspark.sql import functions as F
 
     return (
-        F.col(quote(plan.event_time.name)).isNotNull()
-        & F.col(quote(plan.arrival.name)).isNotNull()
-        & F.col(quote(plan.channel)).isNotNull()
-    )
-
-
-def error_reason(plan: WatermarkPlan) -> Column:
-    """Why a row cannot be placed (null when it can)."""
-    from pyspark.sql import functions as F
-
-    return (
-        F.when(F.col(quote(plan.event_time.name)).isNull(), F.lit("null_event_time"))
-        .when(F.col(quote(plan.arrival.name)).isNull(), F.lit("null_arrival"))
-        .when(F.col(quote(plan.channel)).isNull(), F.lit("null_channel"))
-    )
-
-
-def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, event_range: bool = False) -> pa.Table:
-    """Stage 1, native: one row per non-empty ``(channel, bucket)`` with ``max_ts``, and
-    ``min_ts`` and ``rows`` with ``event_range`` (the window stage needs the event-time
-    range and which buckets can hold late records)."""
-    from pyspark.sql import functions as F
-
-    agg = (
         df.where(valid_rows(plan))
         .select(
             F.col(quote(plan.channel)).alias("channel"),
@@ -389,14 +146,385 @@ def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, event_range: bool = Fal
         )
         .groupBy("channel", plan.bucket("arrival").alias("bucket"))
         .agg(
+            F.max("arrival").alias("arrival"),
             F.max("ts").alias("max_ts"),
-            *([F.min("ts").alias("min_ts"), F.count("*").alias("rows")] if event_range else []),
+            *([F.min("ts").alias("min_ts"), F.count("*").alias("rows")] if stats else []),
         )
     )
-    return agg.toArrow()
 
 
-def compute_timeline(df: DataFrame, plan: WatermarkPlan, event_range: bool = False) -> Timeline:
-    """Stages 1-2: one native aggregation pass over three columns, then the engine;
-    with ``event_range``, the timeline knows the smallest and largest event time."""
-    return timeline_from_buckets(bucket_aggregate(df, plan, event_range), plan)
+@dataclass
+class Run:
+    """What one pass of the builders over the bucket rows gathers: per strategy, its
+    timeline (and channel emissions) and late count; for all, the grid range, the
+    records and the event-time range."""
+
+    timelines: list[list[pa.RecordBatch]]
+    emissions: list[list[pa.RecordBatch]]
+    maybe_late: list[int]
+    first: int | None = None
+    last: int | None = None
+    rows: int = 0
+    low: int | None = None
+    high: int | None = None
+
+    def note(self, batch: pa.RecordBatch) -> None:
+        """Counts a chunk of bucket rows (in arrival order)."""
+        names = batch.schema.names
+        buckets = batch.column("bucket")
+        if self.first is None:
+            self.first = buckets[0].as_py()
+        self.last = buckets[-1].as_py()
+        self.rows += (
+            int(pc.sum(batch.column("rows")).as_py()) if "rows" in names else batch.num_rows
+        )
+        high = pc.max(batch.column("max_ts")).as_py()
+        self.high = high if self.high is None else max(self.high, high)
+        if "min_ts" in names:
+            low = pc.min(batch.column("min_ts")).as_py()
+            self.low = low if self.low is None else min(self.low, low)
+
+    def numbers(self) -> dict[str, Any]:
+        return {
+            "first": self.first,
+            "last": self.last,
+            "rows": self.rows,
+            "low": self.low,
+            "high": self.high,
+            "maybe_late": self.maybe_late,
+        }
+
+
+def run_builders(
+    batches: Iterator[pa.RecordBatch],
+    channels: pa.Array,
+    strategies: Sequence[WatermarkStrategy],
+    interval: int,
+    run: Run,
+    *,
+    keep_emissions: bool = False,
+    probe: LateProbe | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Stage 2 over bucket rows in arrival order: one builder per strategy (in ticks),
+    all in one pass, gathering into ``run``. Yields each chunk of rows with the first
+    strategy's ``channel_watermark`` and ``watermark`` in force; when the batches end,
+    every builder has finished and ``run`` holds the whole timelines."""
+    builders = [
+        TimelineBuilder(s, len(channels), emit_interval=interval, keep_emissions=keep_emissions)
+        for s in strategies
+    ]
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        run.note(batch)
+        index = pc.index_in(batch.column("channel"), value_set=channels)
+        for j, builder in enumerate(builders):
+            found = builder.push(index, batch.column("arrival"), batch.column("max_ts"))
+            if probe is not None:
+                run.maybe_late[j] += probe(batch, found.watermark.to_numpy(zero_copy_only=False))
+            run.timelines[j].append(builder.take_timeline())
+            if keep_emissions:
+                run.emissions[j].append(builder.take_emissions())
+            if j == 0:
+                yield batch.append_column(
+                    "channel_watermark", found.channel_watermark
+                ).append_column("watermark", found.watermark)
+    for j, builder in enumerate(builders):
+        builder.finish()
+        run.timelines[j].append(builder.take_timeline())
+        if keep_emissions:
+            run.emissions[j].append(builder.take_emissions())
+
+
+def new_run(strategies: int) -> Run:
+    return Run([[] for _ in range(strategies)], [[] for _ in range(strategies)], [0] * strategies)
+
+
+def compute_timelines(
+    df: DataFrame,
+    plan: WatermarkPlan,
+    strategies: Sequence[WatermarkStrategy] | None = None,
+    *,
+    stats: bool = False,
+    channel_watermarks: bool = False,
+    emissions: bool = True,
+    probe: LateProbe | None = None,
+) -> list[Timeline]:
+    """Stages 1-2: the timelines of ``df`` under each strategy (in ticks; default the
+    plan's), from one aggregation pass over three columns and one builder pass.
+
+    Args:
+        df: the input.
+        plan: the resolved plan.
+        strategies: several strategies to run in the same pass (``analyze_bounds``).
+        stats: aggregate ``min_ts`` and ``rows`` per bucket too (the event-time range
+            and the late probe need them).
+        channel_watermarks: keep each ``(channel, bucket)``'s channel watermark
+            (``assign_watermarks``); from a large table, as a cached DataFrame.
+        emissions: keep every channel's own output stream (the report) when the table
+            comes to the driver (it is about as small then), unless a generator emits
+            at every grid time.
+        probe: counts the records a window may find late (see :data:`LateProbe`).
+
+    Raises:
+        InvalidInputError: arrival times too close to the ends of the ``int64`` range
+            for the emission grid (naming the arrival column).
+    """
+    from pyspark import StorageLevel
+
+    chosen = list(strategies) if strategies is not None else [plan.strategy]
+    agg = bucket_aggregate(df, plan, stats or probe is not None)
+    agg.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        head = agg.limit(MAX_DRIVER_BUCKET_ROWS + 1).toArrow()
+        if head.num_rows <= MAX_DRIVER_BUCKET_ROWS:
+            # The channels' own streams are as small as the table, unless a generator
+            # emits at every grid time (processing-time lag): those are left out.
+            keep = emissions and all(s.kind != "processing_time_lag" for s in chosen)
+            return on_driver(head, plan, chosen, keep, probe)
+        return on_executors(agg, plan, chosen, channel_watermarks, probe)
+    finally:
+        agg.unpersist()
+
+
+def compute_timeline(
+    df: DataFrame,
+    plan: WatermarkPlan,
+    *,
+    stats: bool = False,
+    channel_watermarks: bool = False,
+    emissions: bool = True,
+    probe: LateProbe | None = None,
+) -> Timeline:
+    """:func:`compute_timelines` for the plan's own strategy."""
+    return compute_timelines(
+        df,
+        plan,
+        stats=stats,
+        channel_watermarks=channel_watermarks,
+        emissions=emissions,
+        probe=probe,
+    )[0]
+
+
+def arrival_error(plan: WatermarkPlan, message: str) -> InvalidInputError:
+    """The builder's error about arrivals, naming the user's arrival column."""
+    err = InvalidInputError(message.replace("`arrival`", f"`{plan.arrival.name}`", 1))
+    err.column = plan.arrival.name
+    return err
+
+
+def on_driver(
+    table: pa.Table,
+    plan: WatermarkPlan,
+    strategies: Sequence[WatermarkStrategy],
+    keep_emissions: bool,
+    probe: LateProbe | None,
+) -> list[Timeline]:
+    """Stage 2 on the driver, over a small bucket table."""
+    table = table.sort_by([("bucket", "ascending"), ("channel", "ascending")])
+    channels, _ = channel_index(table.column("channel"))
+    run = new_run(len(strategies))
+    try:
+        rows = list(
+            run_builders(
+                iter(table.combine_chunks().to_batches()),
+                channels,
+                strategies,
+                plan.interval,
+                run,
+                keep_emissions=keep_emissions,
+                probe=probe,
+            )
+        )
+    except InvalidInputError as err:
+        if getattr(err, "column", "") == "arrival":
+            raise arrival_error(plan, str(err)) from None
+        raise
+    buckets = (
+        pa.Table.from_batches(rows)
+        if rows
+        else table.append_column("channel_watermark", pa.array([], pa.int64())).append_column(
+            "watermark", pa.array([], pa.int64())
+        )
+    ).drop_columns(["arrival", "max_ts"])
+    return [
+        timeline_of(plan, run, j, channels, probe, buckets=buckets if j == 0 else None)
+        for j in range(len(strategies))
+    ]
+
+
+def timeline_of(
+    plan: WatermarkPlan,
+    run: Run,
+    j: int,
+    channels: pa.Array,
+    probe: LateProbe | None,
+    *,
+    buckets: pa.Table | None = None,
+    bucket_frame: DataFrame | None = None,
+) -> Timeline:
+    """The :class:`Timeline` of strategy ``j`` of a run."""
+    parts = [b for b in run.timelines[j] if b.num_rows]
+    tl = pa.Table.from_batches(parts) if parts else EMPTY_TIMELINE
+    table = pa.table(
+        {
+            "time": tl.column("time"),
+            "watermark": tl.column("watermark"),
+            "status": tl.column("status"),
+            "min_channel": channels.take(tl.column("min_channel")),
+            "advance": tl.column("advance"),
+        }
+    )
+    emitted = None
+    if run.emissions[j]:
+        em = pa.Table.from_batches(run.emissions[j])
+        emitted = pa.table(
+            {
+                "channel": channels.take(em.column("channel")),
+                "time": em.column("time"),
+                "kind": em.column("kind"),
+                "watermark": em.column("watermark"),
+            }
+        )
+    event_range = None
+    if run.low is not None and run.high is not None:
+        event_range = (run.low, run.high)
+    return Timeline(
+        plan,
+        table,
+        channels,
+        run.first,
+        run.last,
+        run.rows,
+        event_range=event_range,
+        maybe_late=run.maybe_late[j] if probe is not None else None,
+        buckets=buckets,
+        bucket_frame=bucket_frame,
+        emissions=emitted,
+    )
+
+
+EMPTY_TIMELINE = pa.table(
+    {
+        "time": pa.array([], pa.int64()),
+        "watermark": pa.array([], pa.int64()),
+        "status": pa.array([], pa.string()),
+        "min_channel": pa.array([], pa.int64()),
+        "advance": pa.array([], pa.bool_()),
+    }
+)
+
+
+def on_executors(
+    agg: DataFrame,
+    plan: WatermarkPlan,
+    strategies: Sequence[WatermarkStrategy],
+    channel_watermarks: bool,
+    probe: LateProbe | None,
+) -> list[Timeline]:
+    """Stage 2 in one Spark task, over a large (cached) bucket table in arrival order:
+    the driver gets the channel list, the timelines and the run's numbers; the
+    per-(channel, bucket) channel watermarks stay on the executors."""
+    distinct = agg.select("channel").distinct().toArrow().column("channel")
+    channels, _ = channel_index(distinct)
+    interval, chosen = plan.interval, list(strategies)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        run = new_run(len(chosen))
+        try:
+            for rows in run_builders(batches, channels, chosen, interval, run, probe=probe):
+                if channel_watermarks:
+                    kept = rows.select(["channel", "bucket", "channel_watermark", "watermark"])
+                    yield from pack("buckets", kept)
+                yield from drain(run)
+        except InvalidInputError as err:  # reported by the driver, naming the column
+            error = {"column": getattr(err, "column", ""), "message": str(err)}
+            yield from pack("error", pa.RecordBatch.from_pylist([error]))
+            return
+        yield from drain(run)
+        numbers = [
+            {"strategy": j, **run.numbers(), "maybe_late": n} for j, n in enumerate(run.maybe_late)
+        ]
+        yield from pack("stats", pa.RecordBatch.from_pylist(numbers, schema=STATS_SCHEMA))
+
+    columns = ["channel", "bucket", "arrival", "max_ts"]
+    columns += [c for c in ("min_ts", "rows") if c in agg.columns]
+    out = (
+        agg.select(*columns)
+        .coalesce(1)
+        .sortWithinPartitions("bucket", "channel")
+        .mapInArrow(task, packed_schema())
+    )
+    if channel_watermarks:
+        out = out.persist()
+    run = new_run(len(chosen))
+    for kind, batch in unpack_local(out.where(~only("buckets")).toArrow()):
+        if kind == "error":
+            error = batch.to_pylist()[0]
+            if error["column"] == "arrival":
+                raise arrival_error(plan, error["message"])
+            raise InvalidInputError(error["message"])
+        if kind == "timeline":
+            j = batch.column("strategy")[0].as_py()
+            run.timelines[j].append(batch.drop_columns(["strategy"]))
+        elif kind == "stats":
+            for n in batch.to_pylist():
+                j = n.pop("strategy")
+                run.maybe_late[j] = n.pop("maybe_late") or 0
+                for name, value in n.items():
+                    setattr(run, name, value)
+    frame = unpacked(out, "buckets", bucket_schema(agg)) if channel_watermarks else None
+    result = [
+        timeline_of(plan, run, j, channels, probe, bucket_frame=frame if j == 0 else None)
+        for j in range(len(chosen))
+    ]
+    if channel_watermarks:
+        result[0].cached.append(out)
+    return result
+
+
+def drain(run: Run) -> Iterator[pa.RecordBatch]:
+    """The timeline rows gathered so far, packed (tagged with their strategy)."""
+    for j, parts in enumerate(run.timelines):
+        for batch in parts:
+            if batch.num_rows:
+                tag = pa.array(np.full(batch.num_rows, j, np.int64))
+                yield from pack("timeline", batch.append_column("strategy", tag))
+        parts.clear()
+
+
+STATS_SCHEMA = pa.schema(
+    [
+        ("strategy", pa.int64()),
+        ("first", pa.int64()),
+        ("last", pa.int64()),
+        ("rows", pa.int64()),
+        ("low", pa.int64()),
+        ("high", pa.int64()),
+        ("maybe_late", pa.int64()),
+    ]
+)
+
+
+def bucket_schema(agg: DataFrame) -> Any:
+    """The Spark schema of the per-(channel, bucket) watermarks."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    return StructType(
+        [
+            StructField("channel", agg.schema["channel"].dataType),
+            StructField("bucket", LongType()),
+            StructField("channel_watermark", LongType()),
+            StructField("watermark", LongType()),
+        ]
+    )
+
+
+__all__ = [
+    "MAX_DRIVER_BUCKET_ROWS",
+    "Timeline",
+    "bucket_aggregate",
+    "compute_timeline",
+    "compute_timelines",
+]

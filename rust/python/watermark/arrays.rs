@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
 use crate::error::Error;
-use crate::watermark::Emission;
+use crate::watermark::{Emission, TimelineRow};
 
 /// The values of a non-null `int64` array named `column`.
 pub fn i64_values<'a>(array: &'a ArrayRef, column: &str) -> Result<&'a [i64], Error> {
@@ -99,4 +99,35 @@ pub fn to_py_array(py: Python<'_>, a: ArrayRef) -> PyResult<Bound<'_, PyAny>> {
 /// `(kind, watermark)` tuples for Python.
 pub fn emissions_to_py(e: &[Emission]) -> Vec<(&'static str, Option<i64>)> {
     e.iter().map(|x| (x.kind_name(), x.watermark())).collect()
+}
+
+/// The combined timeline as a batch: `time, watermark, status` (`active`/`idle`),
+/// `min_channel` (index, null when no channel is aligned), `advance` (the watermark grew).
+pub fn timeline_batch(rows: &[TimelineRow]) -> PyResult<RecordBatch> {
+    let time: ArrayRef = Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.time)));
+    let watermark: ArrayRef = Arc::new(Int64Array::from_iter_values(
+        rows.iter().map(|r| r.watermark),
+    ));
+    let status: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| {
+        if r.idle {
+            "idle"
+        } else {
+            "active"
+        }
+    })));
+    let min_channel: ArrayRef = Arc::new(
+        rows.iter()
+            .map(|r| r.min_channel.map(|c| c as i64))
+            .collect::<Int64Array>(),
+    );
+    let advance: ArrayRef = Arc::new(BooleanArray::from(
+        rows.iter().map(|r| r.advance).collect::<Vec<_>>(),
+    ));
+    batch(vec![
+        ("time", time),
+        ("watermark", watermark),
+        ("status", status),
+        ("min_channel", min_channel),
+        ("advance", advance),
+    ])
 }

@@ -10,7 +10,8 @@ use crate::error::Error;
 use crate::watermark::{self, ChannelRow, DriveParams};
 
 use super::arrays::{
-    batch, column, i64_options, i64_values, parse_kind, strings, to_py_array, to_py_batch,
+    batch, column, i64_options, i64_values, parse_kind, strings, timeline_batch, to_py_array,
+    to_py_batch,
 };
 use super::generator::PyGenerator;
 
@@ -58,9 +59,8 @@ pub fn drive<'py>(
 }
 
 /// Runs the per-channel output streams (`channel, time, kind, watermark` columns)
-/// through a valve; returns the `time, watermark, status, min_channel` timeline.
+/// through a valve; returns the `time, watermark, status, min_channel, advance` timeline.
 #[pyfunction]
-#[allow(clippy::many_single_char_names)]
 pub fn combine(
     py: Python<'_>,
     emissions: PyRecordBatch,
@@ -87,32 +87,5 @@ pub fn combine(
         })
         .collect::<Result<_, Error>>()?;
     let timeline = py.detach(|| watermark::combine(&rows, num_channels as usize))?;
-    let t: ArrayRef = Arc::new(Int64Array::from_iter_values(
-        timeline.iter().map(|r| r.time),
-    ));
-    let w: ArrayRef = Arc::new(Int64Array::from_iter_values(
-        timeline.iter().map(|r| r.watermark),
-    ));
-    let s: ArrayRef = Arc::new(StringArray::from_iter_values(timeline.iter().map(|r| {
-        if r.idle {
-            "idle"
-        } else {
-            "active"
-        }
-    })));
-    let m: ArrayRef = Arc::new(
-        timeline
-            .iter()
-            .map(|r| r.min_channel.map(|c| c as i64))
-            .collect::<Int64Array>(),
-    );
-    to_py_batch(
-        py,
-        batch(vec![
-            ("time", t),
-            ("watermark", w),
-            ("status", s),
-            ("min_channel", m),
-        ])?,
-    )
+    to_py_batch(py, timeline_batch(&timeline)?)
 }

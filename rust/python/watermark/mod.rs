@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod builder;
 mod functions;
 mod generator;
 mod multiplexer;
@@ -14,6 +15,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<generator::PyGenerator>()?;
     m.add_class::<valve::PyValve>()?;
     m.add_class::<multiplexer::PyMultiplexer>()?;
+    m.add_class::<builder::PyTimelineBuilder>()?;
     m.add_function(wrap_pyfunction!(functions::drive, m)?)?;
     m.add_function(wrap_pyfunction!(functions::combine, m)?)?;
     Ok(())

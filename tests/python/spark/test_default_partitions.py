@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from floodmark.spark.windows import default_partitions
+from floodmark.spark.windows.keyed import default_partitions
 
 
 class ConnectLike:

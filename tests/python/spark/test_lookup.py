@@ -14,7 +14,7 @@ import pytest
 
 from floodmark import WatermarkStrategy
 from floodmark.spark import lookup
-from floodmark.spark.timeline import make_plan
+from floodmark.spark.plan import make_plan
 from floodmark.time import I64_MAX, I64_MIN
 
 # Arrival 150 is in bucket 1, 350 in bucket 2, 9_000 in bucket 45 (200 ms buckets);

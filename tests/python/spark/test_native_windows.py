@@ -1,5 +1,5 @@
 """Tumbling and sliding windows (with or without allowed lateness) run as native Spark
-aggregations (floodmark.spark.native_windows); everything else runs the keyed Rust
+aggregations (floodmark.spark.windows.native); everything else runs the keyed Rust
 operator. Both must give the same three outputs, row for row, on the cases where the
 native arithmetic could go wrong: wrapping sums, first/last ties and nulls, negative
 event times, no watermark at all, late records, refirings, null and composite keys,
@@ -22,7 +22,8 @@ from floodmark import (
     TumblingEventTimeWindows,
     WatermarkStrategy,
 )
-from floodmark.spark import native_windows, window_aggregate, windows
+from floodmark.spark import window_aggregate, windows
+from floodmark.spark.windows import native as native_windows
 from floodmark.time import I64_MAX, I64_MIN
 
 MS10 = timedelta(milliseconds=10)

@@ -1,5 +1,5 @@
 """The keyed operator's late and dropped rows are joined back to the input after the
-input is narrowed to rows that can be emitted (floodmark.spark.side_candidates). The
+input is narrowed to rows that can be emitted (floodmark.spark.windows.side_outputs). The
 narrowing must never lose a row: on streams built to hit its edges (session windows,
 sliding windows with gaps, lateness that wraps past Long.MAX_VALUE, event times at the
 ends of the long range), the outputs equal those of the join over the whole input."""

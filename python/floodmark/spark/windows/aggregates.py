@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from floodmark.spark.columns import quote
-from floodmark.spark.window_plan import ARRIVAL, TS, WindowPlan, agg_name
+from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan, agg_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from floodmark.exceptions import InvalidParameterError
-from floodmark.spark.timeline import WatermarkPlan
+from floodmark.spark.plan import WatermarkPlan
 
 TS, ARRIVAL, REFIRE = "__fm_ts", "__fm_arrival", "__fm_refire"
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")

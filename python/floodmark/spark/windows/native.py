@@ -51,13 +51,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 
 from floodmark.spark.columns import quote
-from floodmark.spark.in_force import in_force_column
-from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array
-from floodmark.spark.native_aggregates import ORDER_FREE, parts, result
-from floodmark.spark.timeline import Timeline, valid_rows, watermark_in_force
-from floodmark.spark.window_plan import ARRIVAL, REFIRE, TS, WindowPlan
+from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array, in_force_column
+from floodmark.spark.plan import valid_rows
+from floodmark.spark.timeline import LateProbe, Timeline
+from floodmark.spark.windows.aggregates import ORDER_FREE, parts, result
+from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
 
 if TYPE_CHECKING:
@@ -141,21 +142,23 @@ def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule |
     return Schedule(size, step, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
 
 
-def late_bound(timeline: Timeline, sched: Schedule, times: np.ndarray, wms: np.ndarray) -> int:
-    """How many records may be late for one of their windows (an upper bound; 0: none).
-    Window ends grow with event time, so a bucket holds such a record only if the first
-    window of its smallest event time ends at or before the watermark in force for the
-    bucket; without any, no scan is needed for the late output and no lookup for the
-    results."""
-    table = timeline.buckets
-    if "min_ts" not in table.column_names:
-        return I64_MAX
-    buckets = table.column("bucket").to_numpy()
-    min_ts = table.column("min_ts").to_numpy().astype(np.int64)
-    in_force = watermark_in_force(times, wms, buckets, timeline.plan.interval)
-    earliest = min_ts - (sched.size - 1)  # the first window starts here or just after
-    ends = earliest + (sched.offset - earliest) % sched.step + (sched.size - 1)
-    return int(table.column("rows").to_numpy()[ends <= in_force].sum())
+def late_probe(plan: WindowPlan) -> LateProbe:
+    """How many records of a chunk of bucket rows may be late for one of their windows,
+    given the combined watermark in force for each row (an upper bound; 0: none).
+    Window ends grow with event time, so a ``(channel, bucket)`` holds such a record
+    only if the first window of its smallest event time ends at or before the
+    watermark in force for it; without any, no scan is needed for the late output and
+    no lookup for the results. Runs where the timeline builder runs."""
+    _, size, step, offset = grid(plan)
+
+    def probe(rows: pa.RecordBatch, in_force: np.ndarray) -> int:
+        min_ts = rows.column("min_ts").to_numpy(zero_copy_only=False).astype(np.int64)
+        earliest = min_ts - (size - 1)  # the first window starts here or just after
+        ends = earliest + (offset - earliest) % step + (size - 1)
+        count = rows.column("rows").to_numpy(zero_copy_only=False)
+        return int(count[ends <= in_force].sum())
+
+    return probe
 
 
 def native_outputs(
@@ -171,7 +174,7 @@ def native_outputs(
     if sched is None:
         return None
     spark = df.sparkSession
-    in_force_wm = in_force_column(spark, timeline, times, wms, ARRIVAL)
+    in_force_wm = in_force_column(spark, timeline, ARRIVAL)
     fire_wm, fire_time = (constant_array(spark, a) for a in (sched.watermarks, sched.times))
     if in_force_wm is None or fire_wm is None or fire_time is None:
         return None
@@ -194,7 +197,7 @@ def native_outputs(
     max_ts = F.col(_WS) + F.lit(size - 1)
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
-    maybe_late = late_bound(timeline, sched, times, wms)
+    maybe_late = timeline.maybe_late if timeline.maybe_late is not None else I64_MAX
     if plan.lateness and maybe_late > MAX_REFIRINGS:
         return None  # too many windows may refire to broadcast them
     on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)

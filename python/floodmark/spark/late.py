@@ -1,0 +1,52 @@
+"""Flink's element-late rule, as a Spark column: the one place the Spark layer tests it.
+
+Flink's ``WindowOperator.isElementLate``: a record is late when
+``timestamp + allowedLateness <= currentWatermark``, in Java ``long`` arithmetic, so the
+sum wraps past ``Long.MAX_VALUE`` to a large negative number (and such a record is then
+late for any watermark above it). Spark's ANSI mode fails on overflow instead of
+wrapping, so the sum is computed in two parts that stay in range. The Rust window
+operator applies the same rule to the records that land in no window; this is its SQL
+transcription, used by ``assign_watermarks`` (``is_late``, lateness 0), both window
+paths, the keyed path's side-output filter and ``analyze_bounds``
+(``tests/python/spark/test_late.py`` checks it against Java arithmetic at the ends of
+the range).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from floodmark.time import I64_MAX, I64_MIN
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+
+def wrapping_add(ts: Column, lateness: int) -> Column:
+    """``ts + lateness`` (``lateness >= 0``) wrapping like a Java ``long``: past
+    ``MAX`` it continues from ``MIN``, as ``(ts + MIN) + (lateness + MIN)``, both parts
+    in range."""
+    from pyspark.sql import functions as F
+
+    if lateness == 0:
+        return ts
+    return F.when(ts <= F.lit(I64_MAX - lateness), ts + F.lit(lateness)).otherwise(
+        (ts + F.lit(I64_MIN)) + F.lit(lateness + I64_MIN)
+    )
+
+
+def element_late(ts: Column, lateness: int, watermark: Column) -> Column:
+    """Flink's ``isElementLate``: ``ts + lateness <= watermark`` (wrapping)."""
+    return wrapping_add(ts, lateness) <= watermark
+
+
+def behind_watermark(ts: Column, watermark: Column) -> Column:
+    """``assign_watermarks``' ``is_late``: element-late with no lateness, against a
+    watermark that exists (a record at ``Long.MIN_VALUE`` is not late before the first
+    watermark, ``MIN`` meaning "none yet")."""
+    from pyspark.sql import functions as F
+
+    return (watermark > F.lit(I64_MIN)) & element_late(ts, 0, watermark)
+
+
+__all__ = ["behind_watermark", "element_late", "wrapping_add"]

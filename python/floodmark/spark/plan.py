@@ -1,0 +1,165 @@
+"""The watermark stages' plan: columns and parameters checked and resolved before any
+job, the predicates every stage shares (which rows can be placed, why not), and the
+emission grid's bucket of a record.
+
+Why a plan: every public function checks its arguments against the schema first, so a
+mistake is reported before Spark runs anything, and the stages after it read resolved
+values (ticks, units, column kinds) instead of re-deriving them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.columns import (
+    TimeColumn,
+    key_column,
+    name_key,
+    quote,
+    schema_error,
+    time_column,
+)
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration, to_ticks
+from floodmark.timeline import PERIODIC_KINDS, strategy_in_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: Why a row cannot be placed by the watermark stages, in the order they are tested.
+NULL_REASONS = ("null_event_time", "null_arrival", "null_channel")
+
+
+@dataclass(frozen=True)
+class WatermarkPlan:
+    """Everything the watermark stages need, resolved and checked against the schema."""
+
+    event_time: TimeColumn
+    arrival: TimeColumn
+    channel: str
+    interval: int
+    strategy: WatermarkStrategy  # durations already in ticks
+
+    def bucket(self, arrival_ticks: str) -> Column:
+        """The grid bucket of each record, from the column ``arrival_ticks`` holding its
+        arrival in ticks: ``ceil(arrival / interval)`` in exact integer arithmetic (no
+        overflow, no float), the SQL form of the timeline builder's ``bucket_of`` (a
+        test checks that they agree). A record of bucket ``k`` is first seen by the
+        emission at ``k * interval``."""
+        from pyspark.sql import functions as F
+
+        a, i = quote(arrival_ticks), self.interval
+        return F.expr(f"({a} div {i}) + CASE WHEN {a} % {i} > 0 THEN 1 ELSE 0 END")
+
+
+def resolve_strategy(
+    strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
+) -> WatermarkStrategy:
+    """The strategy in ticks (:func:`floodmark.timeline.strategy_in_ticks`), checked to
+    be one the Spark pipeline runs."""
+    resolved = strategy_in_ticks(strategy, event_unit, arrival_unit)
+    if resolved.kind not in PERIODIC_KINDS:
+        raise InvalidParameterError(
+            f"invalid parameter `strategy`: the Spark pipeline runs the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness); {resolved.kind!r} runs "
+            "with floodmark.replay or floodmark.drive on a single table instead"
+        )
+    return resolved
+
+
+def make_plan(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    *,
+    event_time: str | None,
+    channel: str,
+    arrival: str | None,
+    emit_interval: Duration,
+    event_time_unit: str | None,
+    arrival_unit: str | None,
+) -> tuple[DataFrame, WatermarkPlan]:
+    """Check the columns and parameters (before any job runs) and resolve them.
+
+    Returns ``df`` (with the default arrival column added when ``arrival`` is None, see
+    :mod:`floodmark.spark.arrival`) and the plan."""
+    from floodmark.spark.arrival import ordered_input_released, with_default_arrival
+
+    if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
+        raise InvalidParameterError(
+            f"invalid parameter `df`: expected a pyspark DataFrame, got {type(df).__name__}"
+        )
+    for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
+        if (name is not None or parameter == "channel") and not isinstance(name, str):
+            raise InvalidParameterError(
+                f"invalid parameter `{parameter}`: expected a column name (str), "
+                f"got {type(name).__name__}"
+            )
+    if arrival is None and arrival_unit is not None:
+        raise InvalidParameterError(
+            "invalid parameter `arrival_unit`: it is the unit of the arrival column, and "
+            "no arrival= was given (the row order within each channel is the arrival "
+            "then, in ms ticks); pass arrival= or drop arrival_unit"
+        )
+    key = name_key(df)
+    reserved = [c for c in df.columns if key(c).startswith("__fm_")]
+    if reserved:
+        raise schema_error(
+            reserved[0],
+            f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
+            "columns; rename it first",
+        )
+    given = arrival
+    df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
+    with ordered_input_released(df, given):  # a rejected call keeps no cache
+        name = event_time or (strategy.timestamp_column if strategy else None)
+        if name is None:
+            raise InvalidParameterError(
+                "invalid parameter `event_time`: name the event-time column, either "
+                "event_time='ts' or strategy.with_timestamp_assigner('ts')"
+            )
+        ev = time_column(df, name, event_time_unit, "event_time")
+        arr = time_column(df, arrival, arrival_unit, "arrival")
+        key_column(df, channel, "channel")
+        interval = to_ticks(emit_interval, arr.unit, "emit_interval")
+        if interval <= 0:
+            raise InvalidParameterError(
+                f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
+                f"the arrival column's unit ({arr.unit!r}); give a longer interval"
+            )
+        return df, WatermarkPlan(
+            ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
+        )
+
+
+def valid_rows(plan: WatermarkPlan) -> Column:
+    """Rows the watermark stages can place: event time, arrival and channel not null."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.col(quote(plan.event_time.name)).isNotNull()
+        & F.col(quote(plan.arrival.name)).isNotNull()
+        & F.col(quote(plan.channel)).isNotNull()
+    )
+
+
+def error_reason(plan: WatermarkPlan) -> Column:
+    """Why a row cannot be placed (one of :data:`NULL_REASONS`; null when it can)."""
+    from pyspark.sql import functions as F
+
+    columns = (plan.event_time.name, plan.arrival.name, plan.channel)
+    reason = F.when(F.col(quote(columns[0])).isNull(), F.lit(NULL_REASONS[0]))
+    for column, why in zip(columns[1:], NULL_REASONS[1:], strict=True):
+        reason = reason.when(F.col(quote(column)).isNull(), F.lit(why))
+    return reason
+
+
+__all__ = [
+    "NULL_REASONS",
+    "WatermarkPlan",
+    "error_reason",
+    "make_plan",
+    "resolve_strategy",
+    "valid_rows",
+]

@@ -1,0 +1,298 @@
+"""Stage 4: event-time windows, keyed, with allowed lateness and side outputs.
+
+Module map:
+
+* :mod:`.plan`: the resolved window stage (keys, values, aggregates, assigner,
+  lateness) and the names of the columns it adds.
+* :mod:`.native`: tumbling windows, and sliding windows without gaps, with order-free
+  aggregates, as native Spark aggregations (no record crosses into Python), and
+  :mod:`.aggregates`, their aggregates as Spark expressions.
+* :mod:`.keyed`: everything else, on the keyed Rust window operator in ``mapInArrow``.
+* :mod:`.side_outputs`: the late and dropped rows with every input column, for both
+  paths.
+
+This module holds :func:`window_aggregate`, which checks its arguments (before any
+job), computes the timeline and picks the path.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.arrival import ordered_input_released
+from floodmark.spark.call_sites import without_call_sites
+from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
+from floodmark.spark.plan import make_plan
+from floodmark.spark.timeline import Timeline, compute_timeline
+from floodmark.spark.windows.keyed import keyed_outputs
+from floodmark.spark.windows.native import candidate, late_probe, native_outputs
+from floodmark.spark.windows.plan import REFIRE, WindowPlan, agg_name, parse_aggs
+from floodmark.spark.windows.side_outputs import (
+    dropped_candidates,
+    errors_frame,
+    late_candidates,
+    matched,
+    side_frame,
+)
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration, to_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass
+class WindowedOutput:
+    """What :func:`window_aggregate` returns: three DataFrames, over one cached run of
+    the keyed operator (``cached``; None when the stage ran natively).
+
+    Attributes:
+        results: one row per window firing: key columns, ``window_start``,
+            ``window_end``, the aggregates, ``watermark`` (that fired it), ``timing``
+            (``on_time``, or ``late`` for a re-fire within the allowed lateness) and
+            ``fired_at`` (arrival time of the input that triggered it; null when the
+            end of input fired it).
+        late: Flink's late side output: records too late for every window, with the
+            ``watermark`` they met.
+        dropped: records no window could take, with a ``reason``:
+            ``null_event_time``, ``null_arrival``, ``null_channel``, ``min_event_time``
+            or ``no_window`` (a record in no window, not yet late: Flink drops it
+            silently; floodmark reports it).
+        timeline: the combined watermark timeline that drove the windows.
+        cached: the keyed operator's cached run (None on the native path).
+        ordered_input: without an arrival column, the input with its row-order arrival,
+            cached so that every job sees the same order (None otherwise).
+    """
+
+    results: DataFrame
+    late: DataFrame
+    dropped: DataFrame
+    timeline: Timeline
+    cached: DataFrame | None
+    ordered_input: DataFrame | None = None
+
+    def unpersist(self) -> None:
+        """Release what floodmark cached behind the three DataFrames: the keyed
+        operator's run and the row-ordered input (once the outputs are written)."""
+        for frame in (self.cached, self.ordered_input):
+            if frame is not None:
+                frame.unpersist()
+        self.timeline.unpersist()
+
+
+@without_call_sites
+def window_aggregate(
+    df: DataFrame,
+    strategy: WatermarkStrategy,
+    window: Any,
+    *,
+    key: str | Sequence[str],
+    channel: str,
+    arrival: str | None = None,
+    aggs: Sequence[str | tuple[str, str]] = ("count",),
+    allowed_lateness: Duration = timedelta(0),
+    event_time: str | None = None,
+    emit_interval: Duration = timedelta(milliseconds=200),
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
+    num_partitions: int | None = None,
+) -> WindowedOutput:
+    """Flink's keyed event-time windows over ``df``, driven by Flink's watermarks.
+
+    Args:
+        df: the events.
+        strategy: the watermark strategy (see :func:`assign_watermarks`).
+        window: ``TumblingEventTimeWindows.of(...)``, ``SlidingEventTimeWindows.of(...)``
+            or ``EventTimeSessionWindows.with_gap(...)``.
+        key: the key column(s), integer or string.
+        channel: the input-channel column (e.g. Kafka partition).
+        arrival: the arrival (processing) time column; without it, the row order within
+            each channel (see :func:`assign_watermarks`).
+        aggs: ``"count"`` and ``(function, column)`` pairs, function one of sum, min,
+            max, mean, first, last. Result columns are ``count`` and ``function_column``.
+        allowed_lateness: Flink's ``allowedLateness``: fired windows are kept this long
+            past their end and re-fire for each late record.
+        event_time: event-time column (default: the strategy's timestamp assigner).
+        emit_interval: periodic watermark emission interval (Flink's 200 ms default).
+        event_time_unit: unit of an integer event-time column (default ``"ms"``).
+        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        num_partitions: partitions of the keyed operator's shuffle (default: Spark's
+            default parallelism); the native path's aggregation uses
+            ``spark.sql.shuffle.partitions``.
+
+    Returns:
+        A :class:`WindowedOutput` with ``results``, ``late`` and ``dropped``.
+    """
+    df, wm_plan = make_plan(
+        df,
+        strategy,
+        event_time=event_time,
+        channel=channel,
+        arrival=arrival,
+        emit_interval=emit_interval,
+        event_time_unit=event_time_unit,
+        arrival_unit=arrival_unit,
+    )
+    # The row-ordered input (no arrival column) stays cached for the outputs, unless
+    # this fails; WindowedOutput.unpersist() releases it.
+    with ordered_input_released(df, arrival):
+        keys = column_names(key, "key")
+        if not keys:
+            raise InvalidParameterError("invalid parameter `key`: give at least one key column")
+        for k in keys:
+            key_column(df, k, "key")
+        parsed = parse_aggs(aggs)
+        values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
+        lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
+        if lateness < 0:
+            raise InvalidParameterError(
+                f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
+            )
+        plan = WindowPlan(
+            wm_plan,
+            window,
+            keys,
+            values,
+            parsed,
+            lateness,
+            send_channel=channel not in keys and channel not in values,
+        )
+        check_window(window, wm_plan.event_time.unit)
+        check_output_names(plan, df.columns, name_key(df))
+        if num_partitions is not None:
+            num_partitions = positive_int(num_partitions, "num_partitions")
+
+        native_candidate = candidate(plan)
+        timeline = compute_timeline(
+            df,
+            wm_plan,
+            stats=native_candidate,
+            probe=late_probe(plan) if native_candidate else None,
+        )
+        times, wms = timeline.advances()
+        native = native_outputs(df, plan, timeline, times, wms)
+        if native is not None:
+            return WindowedOutput(
+                results=results_frame(native[0], plan),
+                late=side_frame(native[1], plan, df, "late"),
+                dropped=errors_frame(df, plan),
+                timeline=timeline,
+                cached=None,
+                ordered_input=df if arrival is None else None,
+            )
+
+        keyed = keyed_outputs(df, plan, times, wms, num_partitions)
+        maybe_late = late_candidates(df.sparkSession, plan, timeline)
+        return WindowedOutput(
+            results=results_frame(keyed.results, plan),
+            late=side_frame(
+                matched(df, plan, keyed.late, "watermark", maybe_late), plan, df, "late"
+            ),
+            dropped=side_frame(
+                matched(df, plan, keyed.dropped, "reason", dropped_candidates(plan)),
+                plan,
+                df,
+                "dropped",
+            ).unionByName(errors_frame(df, plan)),
+            timeline=timeline,
+            cached=keyed.cached,
+            ordered_input=df if arrival is None else None,
+        )
+
+
+def check_window(window: Any, unit: str) -> None:
+    """Fail early (before any job) on an invalid window assigner."""
+    try:
+        window.assign_windows(0, unit=unit)
+    except AttributeError:
+        raise InvalidParameterError(
+            "invalid parameter `window`: expected TumblingEventTimeWindows.of(...), "
+            "SlidingEventTimeWindows.of(...) or EventTimeSessionWindows.with_gap(...), "
+            f"got {type(window).__name__}"
+        ) from None
+    except InvalidParameterError as err:
+        raise InvalidParameterError(
+            f"invalid parameter `window`: {err} (in whole ticks of the event-time unit "
+            f"{unit!r}: a duration is truncated to it, so one under a tick is 0)"
+        ) from None
+
+
+def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    ev, arr = plan.wm.event_time, plan.wm.arrival
+    timing = F.when(F.col(REFIRE), F.lit("late")).otherwise(F.lit("on_time"))
+    return results.select(
+        *[F.col(quote(k)) for k in plan.keys],
+        ev.from_ticks(F.col("window_start")).alias("window_start"),
+        ev.from_ticks(F.col("window_end")).alias("window_end"),
+        *[F.col(quote(agg_name(a))) for a in plan.aggs],
+        ev.from_ticks(F.col("watermark")).alias("watermark"),
+        timing.alias("timing"),
+        arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
+    )
+
+
+def positive_int(value: object, parameter: str) -> int:
+    """An integer >= 1 (numpy integers too); a clear error for anything else."""
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        number = None
+    if number is None or number < 1:
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: expected an int >= 1 or None, got {value!r}"
+        )
+    return number
+
+
+def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[str], str]) -> None:
+    """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
+    Spark resolves names without regard to case by default, and a write fails on a
+    repeated one): before any job. Late and dropped rows carry every input column."""
+    results = [
+        *plan.keys,
+        "window_start",
+        "window_end",
+        *[agg_name(a) for a in plan.aggs],
+        "watermark",
+        "timing",
+        "fired_at",
+        "trigger_time",  # the operator's names, before results_frame renames them
+        "trigger_position",
+    ]
+    for output, names in (
+        ("results", results),
+        ("late", [*columns, "watermark"]),
+        ("dropped", [*columns, "reason"]),
+    ):
+        seen: dict[str, str] = {}
+        for name in names:
+            if key(name) in seen:
+                first = seen[key(name)]
+                same = repr(name) if first == name else f"{first!r} and {name!r}"
+                if output == "results":
+                    hint = (
+                        "a key or value column named like a column window_aggregate adds "
+                        "(window_start, window_end, watermark, timing, fired_at, the "
+                        "aggregates' names; trigger_time and trigger_position inside) must "
+                        "be renamed first, and an aggregate or key given only once"
+                    )
+                else:
+                    hint = (
+                        "late and dropped rows carry every input column, plus watermark "
+                        "(late) or reason (dropped): rename or drop the input's column first"
+                    )
+                raise InvalidParameterError(
+                    f"invalid parameters: the {output} output would have two columns named "
+                    f"{same}; {hint}"
+                )
+            seen[key(name)] = name
+
+
+__all__ = ["WindowedOutput", "window_aggregate"]

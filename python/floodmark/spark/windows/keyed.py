@@ -1,0 +1,209 @@
+"""Stage 4 on the keyed Rust window operator: everything the native path does not do.
+
+The records are shuffled once by key into ``num_partitions`` partitions, sorted by
+arrival inside each, and streamed through one Rust window operator per partition
+(``mapInArrow``): the operator is keyed, so one instance serves every key of its
+partition, in arrival order, exactly as Flink's keyed WindowOperator does. The
+timeline's advances travel with the function and are placed between the records by
+arrival time (an advance at time ``t`` comes after every record with ``arrival <= t``).
+Only the columns the stage needs cross into Python: keys, event time, arrival, channel
+and the aggregated values. The three outputs come back packed and are cached once
+(see :mod:`floodmark.spark.packed`); the late and dropped records are joined back to
+the input for every column (:mod:`.side_outputs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from floodmark.spark.columns import quote
+from floodmark.spark.packed import pack, packed_schema, unpacked
+from floodmark.spark.plan import valid_rows
+from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+
+@dataclass
+class KeyedRun:
+    """The keyed operator's three outputs (in ticks, only the columns it was sent),
+    over one cached run."""
+
+    results: DataFrame
+    late: DataFrame
+    dropped: DataFrame
+    cached: DataFrame
+
+
+def keyed_outputs(
+    df: DataFrame,
+    plan: WindowPlan,
+    times: np.ndarray,
+    wms: np.ndarray,
+    num_partitions: int | None,
+) -> KeyedRun:
+    """Runs the keyed operator over ``df``'s placeable rows with the timeline's
+    advances ``(times, wms)``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    wm_plan, keys, channel = plan.wm, plan.keys, plan.wm.channel
+    sent = df.where(valid_rows(wm_plan)).select(
+        *[F.col(quote(k)) for k in keys],
+        wm_plan.event_time.ticks().alias(TS),
+        wm_plan.arrival.ticks().alias(ARRIVAL),
+        *([F.col(quote(channel))] if plan.send_channel else []),
+        *[F.col(quote(v)).cast(t).alias(v) for v, t in plan.values.items() if v not in keys],
+    )
+    schemas = output_schemas(plan, sent.schema)
+    arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
+    parts = num_partitions or default_partitions(df.sparkSession)
+    # The documented order (arrival, channel, event time, key, first/last values);
+    # the channel is sent unless it is a key (as a value column, if it is one).
+    ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
+        ARRIVAL,
+        *([quote(channel)] if channel not in keys else []),
+        TS,
+        *map(quote, keys),
+        *map(quote, plan.tie_values()),
+    )
+    # mapInArrow resolves every column by name, reading a dot as a struct field: the
+    # runner gets positional names and restores the real ones.
+    names = ordered.columns
+    runner = make_runner(plan, times, wms, arrow_schemas, names)
+    positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    cached = positional.mapInArrow(runner, packed_schema()).persist()
+    return KeyedRun(
+        results=unpacked(cached, "result", schemas["result"]),
+        late=unpacked(cached, "late", schemas["late"]),
+        dropped=unpacked(cached, "dropped", schemas["dropped"]),
+        cached=cached,
+    )
+
+
+def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
+    """The schema of each output kind as the runner emits it (ticks, not yet converted):
+    results, and the late and dropped records with their watermark or reason."""
+    from pyspark.sql.types import (
+        BooleanType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    fields = {f.name: f.dataType for f in sent.fields}
+    records = [StructField(c, fields[c]) for c in plan.sent_columns()]
+    results = [StructField(k, fields[k]) for k in plan.keys]
+    results += [StructField("window_start", LongType()), StructField("window_end", LongType())]
+    for agg in plan.aggs:
+        dtype: DataType
+        if agg == "count":
+            dtype = LongType()
+        elif agg[0] == "mean":
+            dtype = DoubleType()
+        else:
+            dtype = LongType() if plan.values[agg[1]] == "bigint" else DoubleType()
+        results.append(StructField(agg_name(agg), dtype))
+    results += [
+        StructField("watermark", LongType()),
+        StructField(REFIRE, BooleanType()),
+        StructField("trigger_time", LongType()),
+    ]
+    return {
+        "result": StructType(results),
+        "late": StructType([*records, StructField("watermark", LongType())]),
+        "dropped": StructType([*records, StructField("reason", StringType())]),
+    }
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The operator's output ``batch`` in its kind's output ``schema``."""
+    cols = []
+    for f in schema:
+        if f.name == REFIRE:
+            cols.append(pc.equal(batch.column("timing"), "late"))
+        else:
+            cols.append(batch.column(f.name).cast(f.type))
+    return pa.record_batch(cols, schema=schema)
+
+
+def make_runner(
+    plan: WindowPlan,
+    times: np.ndarray,
+    wms: np.ndarray,
+    schemas: Mapping[str, pa.Schema],
+    names: Sequence[str],
+) -> Any:
+    """The function each partition runs: records in arrival order through one keyed
+    Rust window operator, timeline advances interleaved by arrival time. The batches
+    come with positional column names; ``names`` are the real ones."""
+    window, keys, aggs, lateness, unit = (
+        plan.window,
+        plan.keys,
+        plan.aggs,
+        plan.lateness,
+        (plan.wm.event_time.unit),
+    )
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from floodmark.windows import WindowOperator
+
+        op = WindowOperator(
+            window,
+            key=keys,
+            event_time=TS,
+            aggs=aggs,
+            allowed_lateness=lateness,
+            unit=unit,
+            arrival=ARRIVAL,
+        )
+        j, empty = 0, None
+
+        def emit(out: Any) -> Iterator[pa.RecordBatch]:
+            for kind, b in (("result", out.results), ("late", out.late), ("dropped", out.dropped)):
+                if b.num_rows:
+                    yield from pack(kind, conform(b, schemas[kind]))
+
+        for b in batches:
+            b = b.rename_columns(names)
+            if b.num_rows == 0:
+                continue
+            empty = b.slice(0, 0)
+            arr = b.column(ARRIVAL).to_numpy()
+            hi = int(np.searchsorted(times, arr[-1], side="left"))
+            pos = np.searchsorted(arr, times[j:hi], side="right").astype(np.int64)
+            adv = {"position": pos, "watermark": wms[j:hi], "time": times[j:hi]}
+            yield from emit(op.process(b, adv))
+            j = hi
+        if empty is None:
+            return
+        if j < len(times):
+            n = len(times) - j
+            adv = {"position": np.zeros(n, np.int64), "watermark": wms[j:], "time": times[j:]}
+            yield from emit(op.process(empty, adv))
+        yield from emit(op.finish())
+
+    return run
+
+
+def default_partitions(spark: SparkSession) -> int:
+    """Spark's default parallelism; a Spark Connect session has no ``SparkContext`` to
+    ask (its attribute error is an ``AttributeError``), so there the SQL shuffle
+    partitions."""
+    context = getattr(spark, "sparkContext", None)
+    if context is not None:
+        return int(context.defaultParallelism)
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+
+
+__all__ = ["KeyedRun", "default_partitions", "keyed_outputs"]

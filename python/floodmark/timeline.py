@@ -1,0 +1,306 @@
+"""The combined watermark timeline of many channels, built incrementally (in Rust).
+
+:class:`TimelineBuilder` is the one place where channels' generators and Flink's valve
+run together: it takes rows in arrival order (records, or one row per non-empty
+``(channel, bucket)`` of the emission grid with the largest event time of its records),
+chunk by chunk, and yields the watermarks in force for each row, the combined timeline
+(with its advances) and, if asked for, every channel's own output stream. Memory is
+bounded by the number of channels, and the work grows with the rows and channels, not
+with the time span (calls that cannot emit anything new are skipped). Its state
+snapshots between chunks; a stream cut into any chunks gives the output of the whole.
+
+:func:`floodmark.replay` and the Spark pipeline (``floodmark.spark``) are thin callers
+of it. The exact timing model is in ``rust/watermark/builder.rs`` and
+``docs/semantics.md``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from floodmark import _core
+from floodmark.exceptions import InvalidParameterError
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration, to_ticks
+from floodmark.watermarks import to_int64_array
+
+
+class InForce(NamedTuple):
+    """The watermarks in force when the rows of one :meth:`TimelineBuilder.push` arrived.
+
+    Attributes:
+        channel_watermark: ``int64`` per row: its channel's watermark (``-2**63``: none).
+        watermark: ``int64`` per row: the combined watermark (``-2**63``: none).
+    """
+
+    channel_watermark: pa.Array
+    watermark: pa.Array
+
+
+def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """``(channels, index)``: the distinct channel values in the valve's order (sorted)
+    and each value's index among them. At one time, channels reach the valve in this
+    order (the documented tie rule)."""
+    channels = pc.unique(values)
+    channels = channels.take(pc.sort_indices(channels))
+    index = pc.index_in(values, value_set=channels)
+    return channels, index.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+#: The strategies whose watermarks depend only on the largest event time so far and
+#: the emission grid: a per-``(channel, bucket)`` summary drives them exactly.
+PERIODIC_KINDS = ("bounded_out_of_orderness", "processing_time_lag", "no_watermarks")
+
+
+def strategy_in_ticks(
+    strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
+) -> WatermarkStrategy:
+    """The same strategy with every duration in ticks: the bound in event-time ticks,
+    the lag and the idle timeout in arrival ticks.
+
+    Raises:
+        InvalidParameterError: not a strategy; a processing-time lag with different
+            units for event time and arrival (it compares the two); an idle timeout
+            under one arrival tick.
+    """
+    if not isinstance(strategy, WatermarkStrategy):
+        raise InvalidParameterError(
+            "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
+            f"got {type(strategy).__name__}"
+        )
+    kind = strategy.kind
+    resolved: WatermarkStrategy
+    if kind == "bounded_out_of_orderness":
+        assert strategy.bound is not None
+        resolved = WatermarkStrategy.for_bounded_out_of_orderness(
+            to_ticks(strategy.bound, event_unit, "bound")
+        )
+    elif kind == "processing_time_lag":
+        if event_unit != arrival_unit:
+            raise InvalidParameterError(
+                "invalid parameter `strategy`: a processing-time-lag watermark compares "
+                "arrival time with event time, so both columns need the same unit "
+                f"(got event time in {event_unit}, arrival in {arrival_unit})"
+            )
+        assert strategy.lag is not None
+        resolved = WatermarkStrategy.for_processing_time_lag(
+            to_ticks(strategy.lag, arrival_unit, "lag")
+        )
+    elif kind == "punctuated":
+        assert strategy.marker_column is not None
+        resolved = WatermarkStrategy.for_punctuated(strategy.marker_column)
+    elif kind == "python":
+        assert strategy.factory is not None
+        resolved = WatermarkStrategy.for_generator(strategy.factory)
+    else:
+        resolved = WatermarkStrategy.no_watermarks()
+    if strategy.idle_timeout is not None:
+        idle = to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
+        if idle == 0 and strategy.idle_timeout:
+            raise InvalidParameterError(
+                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is less than one "
+                f"tick of the arrival column's unit ({arrival_unit!r}); give a longer timeout"
+            )
+        resolved = resolved.with_idleness(idle)
+    if strategy.timestamp_column is not None:
+        resolved = resolved.with_timestamp_assigner(strategy.timestamp_column)
+    return resolved
+
+
+class TimelineBuilder:
+    """The combined watermark timeline of ``num_channels`` channels, built incrementally.
+
+    Args:
+        strategy: a periodic strategy (bounded out-of-orderness, monotonous,
+            processing-time lag, no watermarks; with or without idleness), its
+            durations in ticks of ``unit`` (or ``timedelta``).
+        num_channels: the number of input channels of the valve (more can be added with
+            :meth:`insert_channel`).
+        emit_interval: the periodic emission interval (Flink's ``autoWatermarkInterval``).
+        unit: the tick unit of times and durations.
+        keep_emissions: keep every channel's own output stream for
+            :meth:`take_emissions` (it grows with channels x time: off by default).
+
+    Raises:
+        InvalidParameterError: a strategy that emits on records (punctuated, a user
+            generator: drive those per channel with :func:`floodmark.drive` and merge
+            their streams with :meth:`for_emissions`), or a bad interval.
+
+    Example:
+        >>> from floodmark import WatermarkStrategy
+        >>> b = TimelineBuilder(WatermarkStrategy.for_monotonous_timestamps(), 2,
+        ...                     emit_interval=200)
+        >>> f = b.push([0, 1, 0], [150, 160, 380], [100, 150, 300])
+        >>> b.finish()
+        >>> f.watermark.to_pylist()   # the third row arrived after the emission at 200
+        [-9223372036854775808, -9223372036854775808, 99]
+        >>> b.take_timeline().column("watermark").to_pylist()
+        [99, 149]
+    """
+
+    def __init__(
+        self,
+        strategy: WatermarkStrategy,
+        num_channels: int,
+        *,
+        emit_interval: Duration = timedelta(milliseconds=200),
+        unit: str = "ms",
+        keep_emissions: bool = False,
+    ) -> None:
+        if not isinstance(strategy, WatermarkStrategy):
+            raise InvalidParameterError(
+                "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
+                f"got {type(strategy).__name__}"
+            )
+        generator = strategy.create_generator(unit)._native
+        if generator is None:
+            raise InvalidParameterError(
+                "invalid parameter `strategy`: a user Python generator emits on records: "
+                "drive it per channel (floodmark.drive) and merge the streams with "
+                "TimelineBuilder.for_emissions"
+            )
+        interval = to_ticks(emit_interval, unit, "emit_interval")
+        self._inner = _core._TimelineBuilder(
+            generator, _count(num_channels), interval, keep_emissions
+        )
+        self.interval = interval
+
+    @classmethod
+    def for_emissions(cls, num_channels: int, *, keep_emissions: bool = False) -> TimelineBuilder:
+        """A builder that merges channels' output streams computed elsewhere (e.g. by
+        :func:`floodmark.drive`) through the valve: :meth:`push_emissions`."""
+        builder = cls.__new__(cls)
+        builder._inner = _core._TimelineBuilder(None, _count(num_channels), 1, keep_emissions)
+        builder.interval = 1
+        return builder
+
+    def push(self, channel: Any, arrival: Any, max_ts: Any) -> InForce:
+        """Feeds rows in arrival order: row ``i`` is a record of channel index
+        ``channel[i]`` arriving at ``arrival[i]`` with event time ``max_ts[i]``, or the
+        records of one channel in one bucket of the emission grid (any arrival in the
+        bucket, and their largest event time).
+
+        Raises:
+            InvalidInputError: a channel out of range, rows out of arrival order or at
+                or before a grid time already run (:meth:`advance_to`), arrival times
+                too close to the ends of the ``int64`` range.
+            InvalidParameterError: a processing-time-lag strategy over too many grid
+                times (every channel emits at each).
+        """
+        cw, wm = self._inner.push(
+            to_int64_array(channel, "channel"),
+            to_int64_array(arrival, "arrival"),
+            to_int64_array(max_ts, "max_ts"),
+        )
+        return InForce(cw, wm)
+
+    def push_emissions(self, emissions: pa.RecordBatch | pa.Table) -> None:
+        """Feeds channels' output streams (``channel`` index, ``time``, ``kind``,
+        ``watermark`` columns, as :func:`floodmark.drive` emits them) in time order; the
+        rows of one time reach the valve in channel order."""
+        if isinstance(emissions, pa.Table):
+            emissions = emissions.combine_chunks().to_batches() or [
+                pa.RecordBatch.from_pylist([], schema=emissions.schema)
+            ]
+            emissions = pa.concat_batches(emissions)
+        columns = {
+            "channel": to_int64_array(emissions.column("channel"), "channel"),
+            "time": to_int64_array(emissions.column("time"), "time"),
+            "kind": emissions.column("kind").cast(pa.string()),
+            "watermark": to_int64_array(emissions.column("watermark"), "watermark", nullable=True),
+        }
+        self._inner.push_emissions(pa.RecordBatch.from_pydict(columns))
+
+    def advance_to(self, bucket: int) -> None:
+        """Declares every grid bucket up to ``bucket`` complete (no row of it will come)
+        and runs the periodic emissions up to grid time ``bucket * emit_interval``: a
+        live query's frontier. Before the first row it does nothing."""
+        self._inner.advance_to(bucket)
+
+    def finish(self) -> None:
+        """Runs the periodic emissions up to the last row's bucket: the end of a bounded
+        input (the grid ends at the first grid time at or after the last arrival)."""
+        self._inner.finish()
+
+    def take_timeline(self) -> pa.RecordBatch:
+        """The combined timeline rows since the last call: ``time``, ``watermark``,
+        ``status`` (``active``/``idle``), ``min_channel`` (the index of the channel
+        holding the minimum, null when none is aligned) and ``advance`` (the watermark
+        grew: the windows' advances)."""
+        batch: pa.RecordBatch = self._inner.take_timeline()
+        return batch
+
+    def take_emissions(self) -> pa.RecordBatch:
+        """Every channel's own output rows since the last call (``channel`` index,
+        ``time``, ``kind``, ``watermark``); empty unless ``keep_emissions``."""
+        batch: pa.RecordBatch = self._inner.take_emissions()
+        return batch
+
+    def insert_channel(self, at: int) -> None:
+        """Adds a channel at index ``at`` (later channels move up by one), as Flink
+        registers a newly discovered split: at ``-2**63``, active, holding the combined
+        watermark back until it catches up or goes idle."""
+        self._inner.insert_channel(at)
+
+    def bucket_of(self, arrival: int) -> int:
+        """The grid bucket of an arrival time, ``ceil(arrival / emit_interval)``: its
+        records are first seen by the periodic emission at ``bucket * emit_interval``."""
+        return self._inner.bucket_of(arrival)
+
+    def snapshot(self) -> bytes:
+        """The builder's state (not the outputs not yet taken)."""
+        return self._inner.snapshot()
+
+    def restore(self, data: bytes) -> None:
+        """Restores a :meth:`snapshot`.
+
+        Raises:
+            SnapshotError: not a builder snapshot, or one of another strategy or
+                emission interval.
+        """
+        self._inner.restore(data)
+
+    @property
+    def num_channels(self) -> int:
+        """The number of channels."""
+        return self._inner.num_channels
+
+    @property
+    def watermark(self) -> int:
+        """The combined watermark so far (``-2**63`` before the first)."""
+        return self._inner.watermark
+
+    @property
+    def is_idle(self) -> bool:
+        """True if every channel is idle."""
+        return self._inner.is_idle
+
+    @property
+    def ran_through(self) -> int | None:
+        """The last grid bucket whose periodic emissions ran (None before the first row)."""
+        return self._inner.ran_through
+
+    @property
+    def last(self) -> int | None:
+        """The largest bucket (or, merging streams, time) pushed so far."""
+        return self._inner.last
+
+
+def _count(num_channels: object) -> int:
+    try:
+        n = None if isinstance(num_channels, bool) else int(num_channels.__index__())  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        n = None
+    if n is None or n < 0:
+        raise InvalidParameterError(
+            f"invalid parameter `num_channels`: expected an int >= 0, got {num_channels!r}"
+        )
+    return n
+
+
+__all__ = ["PERIODIC_KINDS", "InForce", "TimelineBuilder", "channel_index", "strategy_in_ticks"]

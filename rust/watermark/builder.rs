@@ -1,0 +1,920 @@
+//! [`TimelineBuilder`]: the combined watermark timeline of many channels, built in one
+//! pass, chunk by chunk, with memory bounded by the number of channels.
+//!
+//! # Input
+//!
+//! Rows in arrival order, each a record or a summary of records of one channel: its
+//! **bucket** of the emission grid (`ceil(arrival / interval)`: the records of bucket
+//! `k` are first seen by the periodic emission at grid time `k * interval`) and the
+//! largest event time among them. For the periodic generators (bounded
+//! out-of-orderness, monotonous, processing-time lag, none; with or without
+//! idleness) that is all an emission depends on, so one row per non-empty
+//! `(channel, bucket)` gives the same timeline as every record (the Spark pipeline
+//! sends such summaries; `floodmark.replay` sends records).
+//!
+//! Rows must come in non-decreasing bucket order (any channel order within a bucket),
+//! in any number of [`TimelineBuilder::push`] calls. [`TimelineBuilder::advance_to`]
+//! declares every bucket up to `k` complete and runs the grid up to it (a live query's
+//! frontier); [`TimelineBuilder::finish`] runs it up to the last bucket seen.
+//!
+//! # What it computes
+//!
+//! Exactly what [`super::drive`] over each channel followed by [`super::combine`]
+//! gives (the tests check it), with the same timing model: the grid starts at the
+//! first bucket seen and every channel's generator is called at every grid time (the
+//! calls that cannot emit anything new are skipped by [`Generator::next_call`], so
+//! the work grows with the rows and the channels, not the span); each channel's
+//! output passes Flink's `WatermarkToDataOutput`; at one grid time the channels reach
+//! the valve in index order. Per row, the builder returns the watermark **in force**
+//! when its records arrived: the channel's, and the combined one (the state after
+//! grid time `(bucket - 1) * interval`). The combined timeline ([`TimelineRow`], with
+//! its advances) and, if asked for, every channel's own output stream, are taken out
+//! with [`TimelineBuilder::take_timeline`] / [`TimelineBuilder::take_emissions`].
+//!
+//! Generators that emit on records (punctuated, user Python generators) are driven
+//! per channel elsewhere; their output streams are merged by a builder made with
+//! [`TimelineBuilder::for_emissions`] and [`TimelineBuilder::push_emissions`].
+//!
+//! # Incremental
+//!
+//! The output of a stream cut into any chunks equals the output of the whole, and a
+//! [`TimelineBuilder::snapshot`] between two chunks restores into a builder that goes
+//! on as the original would (property tests check both). A snapshot does not hold
+//! outputs not yet taken.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::error::{Error, Result};
+use crate::snapshot::{Reader, Writer};
+
+use super::channel::Channel;
+use super::kinds;
+use super::strategy::Generator;
+use super::timeline::{Combiner, TimelineRow};
+use super::Emission;
+
+/// At most this many periodic calls in one grid run of a generator that emits at
+/// every grid time (processing-time lag): every channel times every grid point.
+pub const MAX_EVERY_GRID_CALLS: u64 = 1 << 28;
+
+/// One input row: records of `channel` in grid bucket `bucket`, the largest event time
+/// among them `max_ts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BucketRow {
+    /// The channel index (`0..num_channels`).
+    pub channel: usize,
+    /// `ceil(arrival / interval)` of the records.
+    pub bucket: i64,
+    /// Their largest event time.
+    pub max_ts: i64,
+}
+
+/// The watermarks in force for one input row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InForce {
+    /// The row's channel watermark (`MIN`: none yet).
+    pub channel: i64,
+    /// The combined watermark (`MIN`: none yet).
+    pub combined: i64,
+}
+
+/// One row of a channel's own output stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelEmission {
+    /// The channel index.
+    pub channel: usize,
+    /// When it was emitted.
+    pub time: i64,
+    /// What.
+    pub emission: Emission,
+}
+
+/// Where the channels' output streams come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// Periodic generators run by the builder: each channel's generator and output.
+    Periodic {
+        template: Generator,
+        channels: Vec<Channel>,
+        /// The next grid index at which each channel's generator must be called.
+        due: Vec<Option<i64>>,
+    },
+    /// Output streams computed elsewhere; the rows of the latest time wait here, so
+    /// that the rows of one time reach the valve in channel order whatever the chunks.
+    Emissions { pending: Vec<ChannelEmission> },
+}
+
+/// The combined watermark timeline of many channels, built incrementally (see the
+/// module docs).
+///
+/// # Examples
+/// ```
+/// use floodmark::watermark::{BaseGenerator, BucketRow, Generator, TimelineBuilder};
+/// let gen = Generator::new(BaseGenerator::bounded(0).unwrap());
+/// let mut b = TimelineBuilder::new(gen, 2, 200).unwrap();
+/// let rows = [
+///     BucketRow { channel: 0, bucket: 1, max_ts: 100 },
+///     BucketRow { channel: 1, bucket: 1, max_ts: 150 },
+///     BucketRow { channel: 0, bucket: 2, max_ts: 300 },
+/// ];
+/// let mut in_force = Vec::new();
+/// b.push(&rows, &mut in_force).unwrap();
+/// b.finish().unwrap();
+/// // The combined watermark is the minimum over the channels: `max - 0 - 1`.
+/// let t: Vec<(i64, i64)> = b.take_timeline().iter().map(|r| (r.time, r.watermark)).collect();
+/// assert_eq!(t, vec![(200, 99), (400, 149)]);
+/// // The third row arrived after the emission at 200 ms: it met watermark 99.
+/// assert_eq!(in_force[2].combined, 99);
+/// assert_eq!(in_force[2].channel, 99);
+/// ```
+#[derive(Debug, Clone)]
+pub struct TimelineBuilder {
+    interval: i64,
+    source: Source,
+    combiner: Combiner,
+    /// `(grid index, channel)` of every due call (entries not in `due` are stale).
+    queue: BinaryHeap<Reverse<(i64, u32)>>,
+    /// The last grid index run (None until the grid starts).
+    ran_through: Option<i64>,
+    /// The largest bucket (periodic) or time (emissions) pushed so far.
+    last: Option<i64>,
+    keep_emissions: bool,
+    emissions: Vec<ChannelEmission>,
+    timeline: Vec<TimelineRow>,
+    scratch: Vec<Emission>,
+}
+
+impl PartialEq for TimelineBuilder {
+    fn eq(&self, other: &Self) -> bool {
+        self.snapshot() == other.snapshot()
+    }
+}
+
+impl TimelineBuilder {
+    /// A builder running `generator` (fresh, as a template) on each of `num_channels`
+    /// channels, with periodic emission every `interval` ticks.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `emit_interval` unless `interval > 0`,
+    /// `strategy` if the generator emits on records (punctuated), or `num_channels`
+    /// if it is too large.
+    pub fn new(generator: Generator, num_channels: usize, interval: i64) -> Result<Self> {
+        check_interval(interval)?;
+        if !generator.events_are_silent() {
+            return Err(Error::param(
+                "strategy",
+                "the timeline builder runs the periodic generators; a generator that \
+                 emits on records is driven per channel, and its output streams merged \
+                 with a builder for emissions",
+            ));
+        }
+        let combiner = Combiner::new(num_channels)?;
+        Ok(Self::with_source(
+            interval,
+            Source::Periodic {
+                channels: vec![Channel::new(generator.clone()); num_channels],
+                due: vec![None; num_channels],
+                template: generator,
+            },
+            combiner,
+        ))
+    }
+
+    /// A builder merging output streams computed elsewhere (one per channel, e.g. by
+    /// [`super::drive`]) through the valve: [`Self::push_emissions`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `num_channels` if it is too large.
+    pub fn for_emissions(num_channels: usize) -> Result<Self> {
+        let combiner = Combiner::new(num_channels)?;
+        Ok(Self::with_source(
+            1,
+            Source::Emissions {
+                pending: Vec::new(),
+            },
+            combiner,
+        ))
+    }
+
+    fn with_source(interval: i64, source: Source, combiner: Combiner) -> Self {
+        Self {
+            interval,
+            source,
+            combiner,
+            queue: BinaryHeap::new(),
+            ran_through: None,
+            last: None,
+            keep_emissions: false,
+            emissions: Vec::new(),
+            timeline: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// True if `other` has the same configuration: emission interval and generator
+    /// (or both merge output streams). The channels may differ (inserted ones).
+    pub fn same_config(&self, other: &Self) -> bool {
+        self.interval == other.interval
+            && match (&self.source, &other.source) {
+                (Source::Periodic { template: a, .. }, Source::Periodic { template: b, .. }) => {
+                    a == b
+                }
+                (Source::Emissions { .. }, Source::Emissions { .. }) => true,
+                _ => false,
+            }
+    }
+
+    /// Whether to keep every channel's own output stream for
+    /// [`Self::take_emissions`] (off by default: it grows with channels x time).
+    pub fn keep_emissions(&mut self, keep: bool) {
+        self.keep_emissions = keep;
+    }
+
+    /// The grid bucket of an arrival time: `ceil(arrival / interval)`. The records of
+    /// bucket `k` are first seen by the periodic emission at grid time `k * interval`.
+    pub fn bucket_of(&self, arrival: i64) -> i64 {
+        super::driver::ceil_div(arrival, self.interval)
+    }
+
+    /// Number of channels.
+    pub fn num_channels(&self) -> usize {
+        self.combiner.valve().num_channels()
+    }
+
+    /// The periodic emission interval in ticks (1 for a builder of emissions).
+    pub fn interval(&self) -> i64 {
+        self.interval
+    }
+
+    /// The combined watermark so far (`MIN` before the first).
+    pub fn watermark(&self) -> i64 {
+        self.combiner.watermark()
+    }
+
+    /// True if every channel is idle.
+    pub fn is_idle(&self) -> bool {
+        self.combiner.is_idle()
+    }
+
+    /// The last grid index run (None before the grid starts).
+    pub fn ran_through(&self) -> Option<i64> {
+        self.ran_through
+    }
+
+    /// The largest bucket (or, for emissions, time) pushed so far.
+    pub fn last(&self) -> Option<i64> {
+        self.last
+    }
+
+    /// The channel `c`'s output watermark so far (`MIN`: none), periodic builders only.
+    pub fn channel_watermark(&self, c: usize) -> Option<i64> {
+        match &self.source {
+            Source::Periodic { channels, .. } => channels.get(c).map(|ch| ch.output.watermark()),
+            Source::Emissions { .. } => self.combiner.valve().channel(c as i64).ok().map(|x| x.0),
+        }
+    }
+
+    /// The timeline rows emitted since the last call.
+    pub fn take_timeline(&mut self) -> Vec<TimelineRow> {
+        std::mem::take(&mut self.timeline)
+    }
+
+    /// The channels' own output rows since the last call (kept only with
+    /// [`Self::keep_emissions`]).
+    pub fn take_emissions(&mut self) -> Vec<ChannelEmission> {
+        std::mem::take(&mut self.emissions)
+    }
+
+    /// Adds a channel at index `at` (channels from `at` on move up by one): a new
+    /// Kafka partition, registered as Flink registers a new split (fresh generator, at
+    /// `MIN`, active, counted in the minimum until it catches up or goes idle; see
+    /// [`super::Valve::insert_channel`]). Its generator is first called at the next
+    /// grid time.
+    ///
+    /// # Errors
+    /// As [`super::Valve::insert_channel`].
+    pub fn insert_channel(&mut self, at: usize) -> Result<()> {
+        let time = self
+            .ran_through
+            .map_or(i64::MIN, |k| k.saturating_mul(self.interval));
+        self.combiner.insert_channel(at, time, &mut self.timeline)?;
+        let next = self.ran_through.map(|k| k + 1);
+        match &mut self.source {
+            Source::Periodic {
+                template,
+                channels,
+                due,
+            } => {
+                channels.insert(at, Channel::new(template.clone()));
+                due.insert(at, next);
+            }
+            Source::Emissions { pending } => {
+                for e in pending.iter_mut().filter(|e| e.channel >= at) {
+                    e.channel += 1;
+                }
+            }
+        }
+        for e in self.emissions.iter_mut().filter(|e| e.channel >= at) {
+            e.channel += 1;
+        }
+        self.rebuild_queue();
+        Ok(())
+    }
+
+    fn rebuild_queue(&mut self) {
+        self.queue.clear();
+        if let Source::Periodic { due, .. } = &self.source {
+            for (c, d) in due.iter().enumerate() {
+                if let Some(k) = d {
+                    self.queue.push(Reverse((*k, c as u32)));
+                }
+            }
+        }
+    }
+
+    /// Feeds `rows` (see the module docs) and appends the watermarks in force for each
+    /// to `in_force`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `channel` for a channel out of range, `arrival`
+    /// for rows out of bucket order, before a grid time already run (behind the
+    /// frontier), or whose grid times leave the `i64` range; [`Error::InvalidParameter`]
+    /// naming `emit_interval` if a processing-time-lag generator would make more than
+    /// [`MAX_EVERY_GRID_CALLS`] calls. On error nothing changes.
+    pub fn push(&mut self, rows: &[BucketRow], in_force: &mut Vec<InForce>) -> Result<()> {
+        self.check_rows(rows)?;
+        in_force.reserve(rows.len());
+        for r in rows {
+            if self.ran_through.is_none() {
+                self.start(r.bucket);
+            }
+            self.run_until(r.bucket - 1)?;
+            let Source::Periodic { channels, due, .. } = &mut self.source else {
+                unreachable!("checked by check_rows");
+            };
+            let ch = &mut channels[r.channel];
+            ch.generator.absorb(std::slice::from_ref(&r.max_ts));
+            if due[r.channel].map_or(true, |d| r.bucket < d) {
+                due[r.channel] = Some(r.bucket);
+                self.queue.push(Reverse((r.bucket, r.channel as u32)));
+            }
+            in_force.push(InForce {
+                channel: ch.output.watermark(),
+                combined: self.combiner.watermark(),
+            });
+            self.last = Some(r.bucket);
+        }
+        Ok(())
+    }
+
+    fn check_rows(&self, rows: &[BucketRow]) -> Result<()> {
+        let Source::Periodic { channels, .. } = &self.source else {
+            return Err(Error::IllegalState(
+                "this builder merges output streams: use push_emissions".into(),
+            ));
+        };
+        let n = channels.len();
+        let mut prev = self.last;
+        for (i, r) in rows.iter().enumerate() {
+            check_channel(i, r.channel, n)?;
+            if prev.is_some_and(|p| r.bucket < p) {
+                return Err(Error::input(
+                    "arrival",
+                    format!(
+                        "rows must come in arrival order, but row {i} is in bucket {} after \
+                         bucket {}",
+                        r.bucket,
+                        prev.unwrap_or_default()
+                    ),
+                ));
+            }
+            if self.ran_through.is_some_and(|k| r.bucket <= k) {
+                return Err(Error::input(
+                    "arrival",
+                    format!(
+                        "row {i} arrived in bucket {}, at or before grid time {} that was \
+                         already emitted (behind the frontier)",
+                        r.bucket,
+                        self.ran_through.unwrap_or_default()
+                    ),
+                ));
+            }
+            grid_time(r.bucket, self.interval)?;
+            prev = Some(r.bucket);
+        }
+        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+            let from = self.ran_through.map_or(first.bucket, |k| k + 1);
+            self.check_work(from, last.bucket - 1)?;
+        }
+        Ok(())
+    }
+
+    /// Refuses a grid run that would call every channel at every grid point too often.
+    fn check_work(&self, from: i64, to: i64) -> Result<()> {
+        let Source::Periodic {
+            template, channels, ..
+        } = &self.source
+        else {
+            return Ok(());
+        };
+        if to < from || template.base().periodic_is_stable() {
+            return Ok(());
+        }
+        let points = u64::try_from(i128::from(to) - i128::from(from) + 1).unwrap_or(u64::MAX);
+        let calls = points.saturating_mul(channels.len() as u64);
+        if calls > MAX_EVERY_GRID_CALLS {
+            return Err(Error::param(
+                "emit_interval",
+                format!(
+                    "a processing-time-lag watermark is emitted by every channel at every \
+                     grid time: {} channel(s) x {points} grid times of the arrival span is \
+                     more than {MAX_EVERY_GRID_CALLS} calls; give a larger emit_interval or \
+                     a shorter arrival span",
+                    channels.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Declares every bucket up to `bucket` complete and runs the grid up to it (a no-op
+    /// before the first row, or for a bucket already run).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `arrival` if the grid time leaves the `i64` range;
+    /// [`Error::InvalidParameter`] as in [`Self::push`].
+    pub fn advance_to(&mut self, bucket: i64) -> Result<()> {
+        match self.source {
+            Source::Periodic { .. } => {
+                if let Some(k) = self.ran_through {
+                    if bucket > k {
+                        grid_time(bucket, self.interval)?;
+                        self.check_work(k + 1, bucket)?;
+                        self.run_until(bucket)?;
+                    }
+                }
+                Ok(())
+            }
+            Source::Emissions { .. } => {
+                if self.last.is_some_and(|t| bucket > t) {
+                    self.flush_pending()?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the grid up to the last bucket seen (end of a bounded input).
+    ///
+    /// # Errors
+    /// As [`Self::advance_to`].
+    pub fn finish(&mut self) -> Result<()> {
+        match self.source {
+            Source::Periodic { .. } => match self.last {
+                Some(last) => self.advance_to(last),
+                None => Ok(()),
+            },
+            Source::Emissions { .. } => self.flush_pending(),
+        }
+    }
+
+    /// Starts the grid at index `k0`: every channel is called there first.
+    fn start(&mut self, k0: i64) {
+        self.ran_through = Some(k0 - 1);
+        if let Source::Periodic { due, .. } = &mut self.source {
+            for d in due.iter_mut() {
+                *d = Some(k0);
+            }
+        }
+        self.rebuild_queue();
+    }
+
+    /// Runs every due call at grid indexes up to `last`, in `(index, channel)` order.
+    fn run_until(&mut self, last: i64) -> Result<()> {
+        let Some(done) = self.ran_through else {
+            return Ok(());
+        };
+        if last <= done {
+            return Ok(());
+        }
+        while let Some(&Reverse((k, c))) = self.queue.peek() {
+            if k > last {
+                break;
+            }
+            self.queue.pop();
+            self.call(k, c as usize)?;
+        }
+        self.ran_through = Some(last);
+        Ok(())
+    }
+
+    /// The periodic call of channel `c` at grid index `k`, if it is still due there.
+    #[inline]
+    fn call(&mut self, k: i64, c: usize) -> Result<()> {
+        let Source::Periodic { channels, due, .. } = &mut self.source else {
+            return Ok(());
+        };
+        if due[c] != Some(k) {
+            return Ok(()); // stale: moved earlier by a record, then called
+        }
+        let t = k * self.interval; // in range: checked when the bucket came in
+        let Channel { generator, output } = &mut channels[c];
+        let scratch = &mut self.scratch;
+        scratch.clear();
+        generator.on_periodic_emit(t, &mut |e| output.push(e, &mut |x| scratch.push(x)));
+        due[c] = generator.next_call(k, self.interval);
+        if let Some(next) = due[c] {
+            self.queue.push(Reverse((next, c as u32)));
+        }
+        for &e in &self.scratch {
+            if self.keep_emissions {
+                self.emissions.push(ChannelEmission {
+                    channel: c,
+                    time: t,
+                    emission: e,
+                });
+            }
+            self.combiner.input(c as i64, t, e, &mut self.timeline)?;
+        }
+        Ok(())
+    }
+
+    /// Feeds the output streams of channels computed elsewhere: rows in non-decreasing
+    /// time; the rows of one time reach the valve in channel order (stable), as
+    /// [`super::combine`] merges them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `channel` or `time` for a channel out of range or
+    /// rows out of time order; [`Error::IllegalState`] for a builder of periodic
+    /// generators. On error nothing changes.
+    pub fn push_emissions(&mut self, rows: &[ChannelEmission]) -> Result<()> {
+        let n = self.num_channels();
+        let Source::Emissions { .. } = &self.source else {
+            return Err(Error::IllegalState(
+                "this builder runs periodic generators: use push".into(),
+            ));
+        };
+        let mut prev = self.last;
+        for (i, r) in rows.iter().enumerate() {
+            check_channel(i, r.channel, n)?;
+            if prev.is_some_and(|p| r.time < p) {
+                return Err(Error::input(
+                    "time",
+                    format!("row {i}: the rows must come in time order"),
+                ));
+            }
+            prev = Some(r.time);
+        }
+        for r in rows {
+            if self.last.is_some_and(|t| r.time > t) {
+                self.flush_pending()?;
+            }
+            if let Source::Emissions { pending } = &mut self.source {
+                pending.push(*r);
+            }
+            self.last = Some(r.time);
+        }
+        Ok(())
+    }
+
+    fn flush_pending(&mut self) -> Result<()> {
+        let Source::Emissions { pending } = &mut self.source else {
+            return Ok(());
+        };
+        pending.sort_by_key(|e| e.channel); // stable: a channel's rows keep their order
+        for e in pending.drain(..) {
+            if self.keep_emissions {
+                self.emissions.push(e);
+            }
+            self.combiner
+                .input(e.channel as i64, e.time, e.emission, &mut self.timeline)?;
+        }
+        Ok(())
+    }
+
+    /// The builder's state as snapshot bytes (not the outputs not yet taken).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer::new(kinds::TIMELINE_BUILDER);
+        w.i64(self.interval);
+        match &self.source {
+            Source::Periodic {
+                template,
+                channels,
+                due,
+            } => {
+                w.u64(0);
+                template.write(&mut w);
+                w.u64(channels.len() as u64);
+                for (ch, d) in channels.iter().zip(due) {
+                    ch.generator.write(&mut w);
+                    ch.output.write(&mut w);
+                    write_opt(&mut w, *d);
+                }
+            }
+            Source::Emissions { pending } => {
+                w.u64(1).u64(pending.len() as u64);
+                for e in pending {
+                    w.u64(e.channel as u64).i64(e.time);
+                    write_emission(&mut w, e.emission);
+                }
+            }
+        }
+        self.combiner.write(&mut w);
+        write_opt(&mut w, self.ran_through);
+        write_opt(&mut w, self.last);
+        w.bool(self.keep_emissions);
+        w.finish()
+    }
+
+    /// Restores a builder from [`Self::snapshot`] bytes.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] if the bytes are not a valid builder snapshot.
+    pub fn restore(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes, kinds::TIMELINE_BUILDER)?;
+        let interval = r.i64()?;
+        if interval <= 0 {
+            return Err(Error::Snapshot("emit interval must be > 0".into()));
+        }
+        let source = match r.u64()? {
+            0 => {
+                let template = Generator::read(&mut r)?;
+                let n = r.len(10)?;
+                let mut channels = Vec::with_capacity(n);
+                let mut due = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let generator = Generator::read(&mut r)?;
+                    let output = super::output::ChannelOutput::read(&mut r)?;
+                    channels.push(Channel { generator, output });
+                    due.push(read_opt(&mut r)?);
+                }
+                Source::Periodic {
+                    template,
+                    channels,
+                    due,
+                }
+            }
+            1 => {
+                let n = r.len(17)?;
+                let mut pending = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let channel = r.u64()? as usize;
+                    let time = r.i64()?;
+                    pending.push(ChannelEmission {
+                        channel,
+                        time,
+                        emission: read_emission(&mut r)?,
+                    });
+                }
+                Source::Emissions { pending }
+            }
+            k => return Err(Error::Snapshot(format!("unknown builder source {k}"))),
+        };
+        let combiner = Combiner::read(&mut r)?;
+        let n = combiner.valve().num_channels();
+        let consistent = match &source {
+            Source::Periodic { channels, .. } => channels.len() == n,
+            Source::Emissions { pending } => pending.iter().all(|e| e.channel < n),
+        };
+        if !consistent {
+            return Err(Error::Snapshot(
+                "the channels disagree with the valve".into(),
+            ));
+        }
+        let mut b = Self::with_source(interval, source, combiner);
+        b.ran_through = read_opt(&mut r)?;
+        b.last = read_opt(&mut r)?;
+        b.keep_emissions = r.bool()?;
+        r.finish()?;
+        b.rebuild_queue();
+        Ok(b)
+    }
+}
+
+/// Row `row`'s channel must be one of the `n` channels.
+fn check_channel(row: usize, channel: usize, n: usize) -> Result<()> {
+    if channel < n {
+        return Ok(());
+    }
+    Err(Error::input(
+        "channel",
+        format!("row {row}: channel {channel} is not in 0..{n}"),
+    ))
+}
+
+fn check_interval(interval: i64) -> Result<()> {
+    if interval <= 0 {
+        return Err(Error::param(
+            "emit_interval",
+            format!("must be > 0 ticks, got {interval}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The grid time of `bucket`, checked: the grid times from one before it to one after
+/// it must be `i64`s (arrivals within about two intervals of the range's ends cannot
+/// be placed).
+fn grid_time(bucket: i64, interval: i64) -> Result<i64> {
+    let fits = |k: Option<i64>| k.and_then(|k| k.checked_mul(interval)).is_some();
+    if fits(bucket.checked_sub(1)) && fits(bucket.checked_add(1)) {
+        return Ok(bucket * interval);
+    }
+    Err(Error::input(
+        "arrival",
+        "arrival times within two emission intervals of the 64-bit range's ends cannot \
+         be placed on the emission grid",
+    ))
+}
+
+fn write_opt(w: &mut Writer, v: Option<i64>) {
+    w.bool(v.is_some()).i64(v.unwrap_or(0));
+}
+
+fn read_opt(r: &mut Reader<'_>) -> Result<Option<i64>> {
+    let some = r.bool()?;
+    let v = r.i64()?;
+    Ok(some.then_some(v))
+}
+
+fn write_emission(w: &mut Writer, e: Emission) {
+    match e {
+        Emission::Watermark(x) => w.u64(0).i64(x),
+        Emission::Idle => w.u64(1).i64(0),
+        Emission::Active => w.u64(2).i64(0),
+    };
+}
+
+fn read_emission(r: &mut Reader<'_>) -> Result<Emission> {
+    let tag = r.u64()?;
+    let v = r.i64()?;
+    Ok(match tag {
+        0 => Emission::Watermark(v),
+        1 => Emission::Idle,
+        2 => Emission::Active,
+        t => return Err(Error::Snapshot(format!("unknown emission tag {t}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watermark::{combine, BaseGenerator, ChannelRow};
+
+    fn rows(v: &[(usize, i64, i64)]) -> Vec<BucketRow> {
+        v.iter()
+            .map(|&(channel, bucket, max_ts)| BucketRow {
+                channel,
+                bucket,
+                max_ts,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_and_snapshots_change_nothing() {
+        let data = rows(&[(0, 1, 10), (1, 1, 5), (1, 4, 50), (0, 4, 60), (0, 9, 90)]);
+        let gen = Generator::new(BaseGenerator::bounded(2).unwrap())
+            .with_idleness(250)
+            .unwrap();
+        let mut whole = TimelineBuilder::new(gen.clone(), 2, 100).unwrap();
+        let mut in_whole = Vec::new();
+        whole.push(&data, &mut in_whole).unwrap();
+        whole.finish().unwrap();
+        let want = whole.take_timeline();
+        for cut in 0..=data.len() {
+            let mut a = TimelineBuilder::new(gen.clone(), 2, 100).unwrap();
+            let mut in_parts = Vec::new();
+            a.push(&data[..cut], &mut in_parts).unwrap();
+            let mut tl = a.take_timeline();
+            let mut b = TimelineBuilder::restore(&a.snapshot()).unwrap();
+            assert_eq!(b, a);
+            b.push(&data[cut..], &mut in_parts).unwrap();
+            b.finish().unwrap();
+            tl.extend(b.take_timeline());
+            assert_eq!(tl, want);
+            assert_eq!(in_parts, in_whole);
+        }
+    }
+
+    #[test]
+    fn rows_behind_the_grid_or_out_of_order_are_refused() {
+        let gen = Generator::new(BaseGenerator::bounded(0).unwrap());
+        let mut b = TimelineBuilder::new(gen, 2, 10).unwrap();
+        let mut v = Vec::new();
+        b.push(&rows(&[(0, 5, 1)]), &mut v).unwrap();
+        b.advance_to(7).unwrap();
+        let before = b.snapshot();
+        for bad in [
+            rows(&[(0, 7, 1)]),
+            rows(&[(0, 9, 1), (0, 8, 1)]),
+            rows(&[(2, 9, 1)]),
+            rows(&[(0, i64::MAX / 10, 1)]),
+        ] {
+            assert!(b.push(&bad, &mut v).is_err());
+            assert_eq!(b.snapshot(), before, "state unchanged on error");
+        }
+        assert!(TimelineBuilder::new(Generator::new(BaseGenerator::Punctuated), 1, 10).is_err());
+        assert!(TimelineBuilder::new(Generator::new(BaseGenerator::NoWatermarks), 1, 0).is_err());
+    }
+
+    #[test]
+    fn lag_work_is_bounded_up_front() {
+        let gen = Generator::new(BaseGenerator::processing_time_lag(0).unwrap());
+        let mut b = TimelineBuilder::new(gen, 64, 1).unwrap();
+        let mut v = Vec::new();
+        let err = b
+            .push(&rows(&[(0, 0, 1), (1, 1 << 30, 1)]), &mut v)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            Error::InvalidParameter {
+                name: "emit_interval",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_huge_quiet_span_costs_nothing() {
+        // A bounded generator with idleness over the whole i64 range with a 1-tick
+        // grid: the calls that change nothing are skipped.
+        let gen = Generator::new(BaseGenerator::bounded(0).unwrap())
+            .with_idleness(1000)
+            .unwrap();
+        let mut b = TimelineBuilder::new(gen, 3, 1).unwrap();
+        let mut v = Vec::new();
+        let lo = i64::MIN + 2;
+        let hi = i64::MAX - 2;
+        b.push(&rows(&[(0, lo, 1), (1, 0, 5), (2, hi, 9)]), &mut v)
+            .unwrap();
+        b.finish().unwrap();
+        assert!(!b.take_timeline().is_empty());
+    }
+
+    #[test]
+    fn emissions_merge_like_combine_in_any_chunks() {
+        use Emission::{Idle, Watermark as W};
+        let em = [
+            ChannelEmission {
+                channel: 1,
+                time: 10,
+                emission: W(20),
+            },
+            ChannelEmission {
+                channel: 0,
+                time: 10,
+                emission: W(5),
+            },
+            ChannelEmission {
+                channel: 0,
+                time: 20,
+                emission: W(30),
+            },
+            ChannelEmission {
+                channel: 1,
+                time: 30,
+                emission: Idle,
+            },
+        ];
+        let want = combine(
+            &em.iter()
+                .map(|e| ChannelRow {
+                    channel: e.channel as i64,
+                    time: e.time,
+                    emission: e.emission,
+                })
+                .collect::<Vec<_>>(),
+            2,
+        )
+        .unwrap();
+        for cut in 0..=em.len() {
+            let mut a = TimelineBuilder::for_emissions(2).unwrap();
+            a.push_emissions(&em[..cut]).unwrap();
+            let mut tl = a.take_timeline();
+            let mut b = TimelineBuilder::restore(&a.snapshot()).unwrap();
+            b.push_emissions(&em[cut..]).unwrap();
+            b.finish().unwrap();
+            tl.extend(b.take_timeline());
+            assert_eq!(tl, want, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn an_inserted_channel_joins_at_the_next_grid_time() {
+        let gen = Generator::new(BaseGenerator::bounded(0).unwrap());
+        let mut b = TimelineBuilder::new(gen, 1, 10).unwrap();
+        let mut v = Vec::new();
+        b.push(&rows(&[(0, 1, 100)]), &mut v).unwrap();
+        b.advance_to(1).unwrap();
+        assert_eq!(b.watermark(), 99);
+        b.insert_channel(0).unwrap();
+        // The old channel is now 1; the newcomer holds the watermark until it catches up.
+        b.push(&rows(&[(1, 2, 200), (0, 2, 150)]), &mut v).unwrap();
+        b.finish().unwrap();
+        assert_eq!(b.watermark(), 149);
+        let restored = TimelineBuilder::restore(&b.snapshot()).unwrap();
+        assert_eq!(restored, b);
+    }
+}

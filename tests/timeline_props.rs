@@ -1,0 +1,192 @@
+//! Property tests of the incremental timeline builder: it equals driving each channel
+//! and combining the streams (the reference), whatever the generator, and a stream
+//! cut into any chunks, with a snapshot and restore at every chunk boundary, gives
+//! the output of the whole.
+#![allow(clippy::many_single_char_names)]
+
+use floodmark::watermark::{
+    combine, drive, BaseGenerator, BucketRow, ChannelOutput, ChannelRow, DriveParams, Generator,
+    InForce, TimelineBuilder, TimelineRow,
+};
+use proptest::prelude::*;
+
+fn generator() -> impl Strategy<Value = Generator> {
+    let base = prop_oneof![
+        (0i64..50).prop_map(|b| BaseGenerator::bounded(b).unwrap()),
+        (0i64..50).prop_map(|l| BaseGenerator::processing_time_lag(l).unwrap()),
+        Just(BaseGenerator::NoWatermarks),
+    ];
+    (base, prop::option::of(1i64..400)).prop_map(|(b, idle)| {
+        let g = Generator::new(b);
+        match idle {
+            Some(t) => g.with_idleness(t).unwrap(),
+            None => g,
+        }
+    })
+}
+
+/// Rows in bucket order: `(channel, bucket, max_ts)`, several per bucket and channel.
+fn stream(channels: usize) -> impl Strategy<Value = Vec<(usize, i64, i64)>> {
+    prop::collection::vec((0..channels, 0i64..4, -30i64..200), 1..40).prop_map(|steps| {
+        let mut bucket = -3;
+        steps
+            .into_iter()
+            .map(|(c, gap, ts)| {
+                bucket += gap;
+                (c, bucket, ts)
+            })
+            .collect()
+    })
+}
+
+fn reference(
+    gen: &Generator,
+    rows: &[(usize, i64, i64)],
+    channels: usize,
+    interval: i64,
+) -> (Vec<TimelineRow>, Vec<InForce>) {
+    let start = rows[0].1 * interval;
+    let until = rows[rows.len() - 1].1 * interval;
+    let mut em = Vec::new();
+    let mut channel_wm = vec![0; rows.len()];
+    for c in 0..channels {
+        let idx: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].0 == c).collect();
+        let ts: Vec<i64> = idx.iter().map(|&i| rows[i].2).collect();
+        let arr: Vec<i64> = idx.iter().map(|&i| rows[i].1 * interval).collect();
+        let p = DriveParams {
+            interval,
+            start,
+            until,
+        };
+        let mut g = gen.clone();
+        let o = drive(&mut g, &mut ChannelOutput::new(), &ts, &arr, None, &p).unwrap();
+        for (j, &i) in idx.iter().enumerate() {
+            channel_wm[i] = o.record_watermark[j];
+        }
+        em.extend(o.emissions.iter().map(|e| ChannelRow {
+            channel: c as i64,
+            time: e.time,
+            emission: e.emission,
+        }));
+    }
+    let tl = combine(&em, channels).unwrap();
+    let in_force = rows
+        .iter()
+        .zip(&channel_wm)
+        .map(|(r, &cw)| InForce {
+            channel: cw,
+            combined: tl
+                .iter()
+                .rfind(|t| t.time <= (r.1 - 1) * interval)
+                .map_or(i64::MIN, |t| t.watermark),
+        })
+        .collect();
+    (tl, in_force)
+}
+
+fn bucket_rows(v: &[(usize, i64, i64)]) -> Vec<BucketRow> {
+    v.iter()
+        .map(|&(channel, bucket, max_ts)| BucketRow {
+            channel,
+            bucket,
+            max_ts,
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn builder_equals_drive_then_combine(
+        gen in generator(),
+        channels in 1usize..5,
+        interval in 1i64..30,
+        data in stream(4),
+    ) {
+        let data: Vec<_> = data.into_iter().map(|(c, b, t)| (c % channels, b, t)).collect();
+        let (want_tl, want_in) = reference(&gen, &data, channels, interval);
+        let mut b = TimelineBuilder::new(gen, channels, interval).unwrap();
+        let mut got_in = Vec::new();
+        b.push(&bucket_rows(&data), &mut got_in).unwrap();
+        b.finish().unwrap();
+        prop_assert_eq!(b.take_timeline(), want_tl);
+        prop_assert_eq!(got_in, want_in);
+    }
+
+    #[test]
+    fn chunks_with_snapshots_equal_the_whole(
+        gen in generator(),
+        interval in 1i64..30,
+        data in stream(3),
+        cuts in prop::collection::vec(0usize..40, 0..6),
+        frontier_steps in prop::collection::vec(any::<bool>(), 6),
+    ) {
+        let rows = bucket_rows(&data);
+        let mut whole = TimelineBuilder::new(gen.clone(), 3, interval).unwrap();
+        whole.keep_emissions(true);
+        let mut in_whole = Vec::new();
+        whole.push(&rows, &mut in_whole).unwrap();
+        whole.finish().unwrap();
+        let (want_tl, want_em) = (whole.take_timeline(), whole.take_emissions());
+
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(rows.len())).collect();
+        cuts.sort_unstable();
+        cuts.push(rows.len());
+        let mut b = TimelineBuilder::new(gen, 3, interval).unwrap();
+        b.keep_emissions(true);
+        let (mut tl, mut em, mut in_parts) = (Vec::new(), Vec::new(), Vec::new());
+        let mut from = 0;
+        for (i, &to) in cuts.iter().enumerate() {
+            b.push(&rows[from..to], &mut in_parts).unwrap();
+            // A frontier at the last complete bucket, sometimes (a live query's).
+            if frontier_steps[i % frontier_steps.len()] && to < rows.len() {
+                b.advance_to(rows[to].bucket - 1).unwrap();
+            }
+            tl.extend(b.take_timeline());
+            em.extend(b.take_emissions());
+            let snap = b.snapshot();
+            b = TimelineBuilder::restore(&snap).unwrap();
+            prop_assert_eq!(b.snapshot(), snap);
+            from = to;
+        }
+        b.finish().unwrap();
+        tl.extend(b.take_timeline());
+        em.extend(b.take_emissions());
+        prop_assert_eq!(tl, want_tl);
+        prop_assert_eq!(em, want_em);
+        prop_assert_eq!(in_parts, in_whole);
+    }
+
+    #[test]
+    fn the_combined_watermark_never_decreases_nor_passes_a_channel_never_idle(
+        gen in generator(),
+        interval in 1i64..30,
+        data in stream(4),
+    ) {
+        // One row at a time: after each, the combined watermark has not decreased and
+        // is at most the watermark of every channel that has never been idle (those
+        // are always aligned, and the valve emits the minimum over aligned channels).
+        let mut b = TimelineBuilder::new(gen, 4, interval).unwrap();
+        b.keep_emissions(true);
+        let mut went_idle = [false; 4];
+        let mut last = i64::MIN;
+        let mut v = Vec::new();
+        for row in bucket_rows(&data) {
+            b.push(&[row], &mut v).unwrap();
+            for e in b.take_emissions() {
+                went_idle[e.channel] |= e.emission == floodmark::watermark::Emission::Idle;
+            }
+            for t in b.take_timeline() {
+                prop_assert!(t.watermark >= last);
+                last = t.watermark;
+            }
+            for (c, idle) in went_idle.iter().enumerate() {
+                if !idle {
+                    prop_assert!(b.watermark() <= b.channel_watermark(c).unwrap());
+                }
+            }
+            prop_assert!(v.last().unwrap().combined <= b.watermark());
+        }
+    }
+}
