@@ -220,7 +220,8 @@ def watermark_sections(inputs: ReportInputs, folder: Path, *, few: int) -> list[
                 "highest watermark among the active partitions at the end of the column "
                 "(seconds; the partition holding the combined watermark back trails the "
                 "most). Blue: idle (left out of the combined watermark). Grey: no "
-                "watermark yet.",
+                "watermark yet. With many partitions each is a pixel row, and the 15 with "
+                "the most lag are drawn again above, one labelled row each.",
                 png,
                 data=(("lag.csv", inputs.lag),),
             )
