@@ -145,11 +145,18 @@ def pipeline(
             .orderBy("partition")
             .toArrow()
         )
+    from floodmark.report.partition_views import partition_views
+
+    # The report's compact per-partition tables (lag, holding, idle spans).
+    views = partition_views(out.timeline.table, out.timeline.emissions)
     return ReportInputs(
         title=title,
         settings=settings(args, args.window),
         timeline=out.timeline.table,
         emissions=out.timeline.emissions,
+        lag=views.lag,
+        holding=views.holding,
+        idle_spans=views.idle_spans,
         partitions=parts,
         firings=firings,
         event_unit=ev.unit,

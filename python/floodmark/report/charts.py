@@ -21,23 +21,25 @@ from floodmark.report.figures import (
     channel_series,
     delay_stats,
     downsample,
-    idle_spans,
     label,
     min_channel_spans,
     to_datetime,
 )
+from floodmark.report.partition_views import idle_span_table, partition_values
 from floodmark.time import I64_MIN, TICKS_PER_SECOND
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DPI = 100
+#: Idle partitions, in every chart.
+IDLE_COLOUR = "#4f7cc4"
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=DPI, bbox_inches="tight")
+    fig.savefig(out, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     return out
 
@@ -52,6 +54,16 @@ def _span_ticks(unit: str, ticks: int) -> Any:
     return np.array([int(ticks)], dtype=f"timedelta64[{unit}]")[0]
 
 
+def step_line(
+    ax: Any, times: np.ndarray, wms: np.ndarray, *, event_unit: str, arrival_unit: str, **style: Any
+) -> None:
+    """A watermark over arrival time as a step line, thinned to
+    :data:`~floodmark.report.figures.MAX_POINTS`. Arrival and event time share the
+    epoch; both become ``datetime64`` of their units."""
+    x, y = downsample(times, wms)
+    ax.step(to_datetime(x, arrival_unit), to_datetime(y, event_unit), where="post", **style)
+
+
 def watermark_chart(
     timeline: pa.Table,
     emissions: pa.Table | None,
@@ -59,10 +71,12 @@ def watermark_chart(
     *,
     event_unit: str = "ms",
     arrival_unit: str = "ms",
+    idle_spans: pa.Table | None = None,
 ) -> Path:
     """Watermarks over processing time: each channel's as a thin step line, the
     combined one as a thick line; below, one strip per channel showing when it was idle
-    (grey) and when it held the combined minimum (red)."""
+    (blue, from ``idle_spans``, computed from ``emissions`` when not given) and when it
+    held the combined minimum (red). One line per channel: for a few channels only."""
     series = channel_series(emissions) if emissions is not None else {}
     n_chan = max(len(series), 1)
     fig, (top, strip) = plt.subplots(
@@ -79,28 +93,11 @@ def watermark_chart(
         plt.close(fig)
         fig, ax = plt.subplots(figsize=(12, 3))
         return _empty(fig, ax, "no watermark was emitted", path)
-    # Arrival and event time share the epoch; convert both to datetime64 of their units.
     cmap = plt.get_cmap("tab20")
+    units = {"event_unit": event_unit, "arrival_unit": arrival_unit}
     for i, (chan, (t, w)) in enumerate(series.items()):
-        x, y = downsample(t, w)
-        top.step(
-            to_datetime(x, arrival_unit),
-            to_datetime(y, event_unit),
-            where="post",
-            lw=0.8,
-            alpha=0.7,
-            color=cmap(i % 20),
-            label=f"{chan}",
-        )
-    x, y = downsample(times[ok], wms[ok])
-    top.step(
-        to_datetime(x, arrival_unit),
-        to_datetime(y, event_unit),
-        where="post",
-        lw=3,
-        color="black",
-        label="combined",
-    )
+        step_line(top, t, w, **units, lw=0.8, alpha=0.7, color=cmap(i % 20), label=f"{chan}")
+    step_line(top, times[ok], wms[ok], **units, lw=3, color="black", label="combined")
     top.set_ylabel("watermark (event time)")
     top.set_title("Watermarks over arrival time")
     top.grid(alpha=0.3)
@@ -108,7 +105,10 @@ def watermark_chart(
     end = int(times.max()) if len(times) else 0
     if emissions is not None and emissions.num_rows:
         end = max(end, int(np.max(emissions.column("time").to_numpy(zero_copy_only=False))))
-    _strips(strip, list(series) or [None], timeline, emissions, end, arrival_unit)
+    if idle_spans is None and emissions is not None:
+        parts = partition_values(None, emissions)
+        idle_spans = idle_span_table(emissions, parts, end)
+    _strips(strip, list(series) or [None], timeline, idle_spans, end, arrival_unit)
     strip.set_xlabel("arrival (processing) time")
     fig.autofmt_xdate()
     return _save(fig, path)
@@ -118,20 +118,23 @@ def _strips(
     ax: Any,
     channels: list[Any],
     timeline: pa.Table,
-    emissions: pa.Table | None,
+    idle_spans: pa.Table | None,
     end: int,
     unit: str,
 ) -> None:
     row = {c: i for i, c in enumerate(channels)}
-    spans = idle_spans(emissions, end) if emissions is not None else {}
+    spans: dict[Any, list[tuple[Any, Any]]] = {}
+    for c, s, e in (
+        zip(*(idle_spans.column(n).to_pylist() for n in ("partition", "start", "end")), strict=True)
+        if idle_spans is not None
+        else ()
+    ):
+        spans.setdefault(c, []).append(
+            (to_datetime(np.array([s]), unit)[0], _span_ticks(unit, e - s))
+        )
     for c, items in spans.items():
         if c in row:
-            ax.broken_barh(
-                [(to_datetime(np.array([s]), unit)[0], _span_ticks(unit, e - s)) for s, e in items],
-                (row[c] - 0.4, 0.8),
-                color="0.75",
-                label=None,
-            )
+            ax.broken_barh(items, (row[c] - 0.4, 0.8), color=IDLE_COLOUR, label=None)
     holders: dict[Any, list[tuple[Any, Any]]] = {}
     for c, s, e in min_channel_spans(timeline, end):
         holders.setdefault(c, []).append(
@@ -144,12 +147,13 @@ def _strips(
     ax.set_ylim(-0.6, len(channels) - 0.4)
     ax.invert_yaxis()
     ax.set_ylabel("channel")
-    ax.set_title("grey: idle    red: holds the combined minimum", fontsize=9)
+    ax.set_title("blue: idle    red: holds the combined minimum", fontsize=9)
 
 
-def partition_chart(partitions: pa.Table, path: str | Path) -> Path:
+def partition_chart(partitions: pa.Table, path: str | Path, *, title: str | None = None) -> Path:
     """Late and dropped records per partition (and what Spark's global watermark
-    would have dropped, if the table has ``spark_dropped``)."""
+    would have dropped, if the table has ``spark_dropped``), one group of bars per row
+    of ``partitions`` (give it a few: the caller picks which)."""
     fig, ax = plt.subplots(figsize=(12, 4.5))
     if partitions.num_rows == 0:
         return _empty(fig, ax, "no partitions", path)
@@ -165,7 +169,7 @@ def partition_chart(partitions: pa.Table, path: str | Path) -> Path:
     ax.set_xticks(x, names)
     ax.set_xlabel("partition")
     ax.set_ylabel("records")
-    ax.set_title("Late and dropped records per partition")
+    ax.set_title(title or "Late and dropped records per partition")
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
@@ -178,13 +182,14 @@ def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
         return _empty(fig, ax, "no window fired on time before the end of input", path)
     stats = delay_stats(delays)
     ax.hist(delays, bins=min(80, max(10, len(np.unique(delays)))), color="tab:green")
-    for value, name, style in ((stats.median, "median", "--"), (stats.p99, "p99", ":")):
+    marks = ((stats.median, "median", "--", -14), (stats.p99, "p99", ":", -28))
+    for value, name, style, below in marks:  # one line under the other: they can be close
         ax.axvline(value, color="black", ls=style)
         ax.annotate(
             f"{name} {value:.2f} s",
             (value, 1),
             xycoords=("data", "axes fraction"),
-            xytext=(4, -14),
+            xytext=(4, below),
             textcoords="offset points",
         )
     ax.set_xlabel("firing delay: fired at (arrival) - window end (event time), seconds")
@@ -240,4 +245,11 @@ def analysis_chart(analysis: pa.Table, path: str | Path, *, max_late: float | No
     return _save(fig, path)
 
 
-__all__ = ["analysis_chart", "delay_chart", "partition_chart", "watermark_chart"]
+__all__ = [
+    "IDLE_COLOUR",
+    "analysis_chart",
+    "delay_chart",
+    "partition_chart",
+    "step_line",
+    "watermark_chart",
+]

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.time import I64_MIN, TICKS_PER_SECOND
+from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND
 
 #: Most points drawn per line; longer series are thinned (the last point is kept).
 MAX_POINTS = 4_000
@@ -61,27 +61,6 @@ def channel_series(emissions: pa.Table) -> dict[Any, tuple[np.ndarray, np.ndarra
     return out
 
 
-def idle_spans(emissions: pa.Table, end: int) -> dict[Any, list[tuple[int, int]]]:
-    """Per channel, the ``[start, stop)`` arrival-time spans it was idle (an idle span
-    still open at the end closes at ``end``)."""
-    marks = emissions.filter(pc.is_in(emissions.column("kind"), pa.array(["idle", "active"])))
-    spans: dict[Any, list[tuple[int, int]]] = {}
-    since: dict[Any, int] = {}
-    for c, t, k in zip(
-        marks.column("channel").to_pylist(),
-        marks.column("time").to_pylist(),
-        marks.column("kind").to_pylist(),
-        strict=False,
-    ):
-        if k == "idle" and c not in since:
-            since[c] = t
-        elif k == "active" and c in since:
-            spans.setdefault(c, []).append((since.pop(c), t))
-    for c, t in since.items():
-        spans.setdefault(c, []).append((t, max(t, end)))
-    return spans
-
-
 def min_channel_spans(timeline: pa.Table, end: int) -> list[tuple[Any, int, int]]:
     """``(channel, start, stop)`` spans during which ``channel`` held the combined
     minimum (the channel time waited for); consecutive rows are merged."""
@@ -107,6 +86,18 @@ def firing_counts(firings: pa.Table) -> np.ndarray:
     return np.ones(firings.num_rows, dtype=np.int64)
 
 
+def seconds_between(
+    later: np.ndarray, later_unit: str, earlier: np.ndarray, earlier_unit: str
+) -> np.ndarray:
+    """``later - earlier`` in seconds, the two in different tick units (e.g. arrival
+    and event time): subtracted exactly in the finer unit, then converted (epoch ticks
+    lose digits as floats)."""
+    fine = max(TICKS_PER_SECOND[later_unit], TICKS_PER_SECOND[earlier_unit])
+    a = np.asarray(later, np.int64) * (fine // TICKS_PER_SECOND[later_unit])
+    b = np.asarray(earlier, np.int64) * (fine // TICKS_PER_SECOND[earlier_unit])
+    return np.asarray((a - b) / fine, dtype=np.float64)
+
+
 def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.ndarray:
     """Seconds from each on-time window's end (event time) to its firing (arrival
     time), one value per firing; firings at the end of input (``fired_at`` null) are
@@ -114,11 +105,9 @@ def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.n
     on_time = firings.filter(
         pc.and_(pc.equal(firings.column("timing"), "on_time"), pc.is_valid(firings["fired_at"]))
     )
-    # Subtract exactly in the finer unit, then convert (epoch ticks lose digits as floats).
-    fine = max(TICKS_PER_SECOND[event_unit], TICKS_PER_SECOND[arrival_unit])
-    fired = _ints(on_time, "fired_at") * (fine // TICKS_PER_SECOND[arrival_unit])
-    end = _ints(on_time, "window_end") * (fine // TICKS_PER_SECOND[event_unit])
-    delays = np.asarray((fired - end) / fine, dtype=np.float64)
+    delays = seconds_between(
+        _ints(on_time, "fired_at"), arrival_unit, _ints(on_time, "window_end"), event_unit
+    )
     return np.repeat(delays, firing_counts(on_time))
 
 
@@ -152,45 +141,6 @@ def delay_stats(delays: np.ndarray) -> DelayStats:
     return DelayStats(len(delays), float(q[0]), float(q[1]), float(q[2]), float(delays.max()))
 
 
-def partition_lag(emissions: pa.Table, event_unit: str, max_times: int = 20_000) -> pa.Table:
-    """How far each channel's watermark trailed the leading channel's, in seconds.
-
-    At every emission time each channel's watermark is its latest emission; the lag is
-    the highest channel watermark minus the channel's own (channels without a
-    watermark yet are left out of that moment).
-
-    Returns:
-        ``channel``, ``lag_median_s``, ``lag_max_s``, one row per channel.
-    """
-    series = channel_series(emissions)
-    if not series:
-        return pa.table(
-            {
-                "channel": [],
-                "lag_median_s": pa.array([], pa.float64()),
-                "lag_max_s": pa.array([], pa.float64()),
-            }
-        )
-    grid = np.unique(np.concatenate([t for t, _ in series.values()]))
-    if len(grid) > max_times:
-        grid = grid[np.linspace(0, len(grid) - 1, max_times).astype(np.int64)]
-    matrix = np.full((len(series), len(grid)), np.nan)
-    for row, (times, values) in enumerate(series.values()):
-        pos = np.searchsorted(times, grid, side="right") - 1
-        ok = pos >= 0
-        matrix[row, ok] = values[pos[ok]].astype(np.float64)
-    lead = np.nanmax(matrix, axis=0)
-    lag = (lead[None, :] - matrix) * seconds_per_tick(event_unit)
-    medians, maxima = [], []
-    for row in lag:
-        row = row[~np.isnan(row)]
-        medians.append(float(np.median(row)) if len(row) else float("nan"))
-        maxima.append(float(row.max()) if len(row) else float("nan"))
-    return pa.table(
-        {"channel": pa.array(list(series)), "lag_median_s": medians, "lag_max_s": maxima}
-    )
-
-
 def format_duration(value: timedelta) -> str:
     """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
     micros = value // timedelta(microseconds=1)
@@ -219,23 +169,29 @@ def label(value: Any) -> str:
     return str(value)
 
 
-def readable_timeline(timeline: pa.Table, event_unit: str, arrival_unit: str) -> pa.Table:
-    """The timeline with times as ISO dates (UTC) and "none yet" for no watermark."""
+def utc_strings(ticks: np.ndarray, unit: str) -> np.ndarray:
+    """Epoch ticks as ISO dates (UTC, millisecond precision); ``I64_MIN`` reads "none
+    yet" (no watermark) and ``I64_MAX`` "end of input"."""
+    ticks = np.asarray(ticks, dtype=np.int64)
+    low, high = ticks == I64_MIN, ticks == I64_MAX
+    stamps = np.where(low | high, 0, ticks).astype(f"datetime64[{unit}]").astype("datetime64[ms]")
+    out = np.datetime_as_string(stamps).astype(object)
+    out[low] = "none yet"
+    out[high] = "end of input"
+    return out
 
-    def iso(ticks: list[int | None], unit: str) -> list[str]:
-        out = []
-        for t in ticks:
-            if t is None or t == I64_MIN:
-                out.append("none yet")
-            else:
-                stamp = np.array([int(t)], dtype=f"datetime64[{unit}]")[0]
-                out.append(str(stamp.astype("datetime64[ms]")))
-        return out
 
+def timeline_csv(timeline: pa.Table, event_unit: str, arrival_unit: str) -> pa.Table:
+    """The whole timeline for its CSV file: ``time`` and ``watermark`` in ticks, each
+    followed by its UTC date, then ``status`` and ``min_channel``."""
+    times = _ints(timeline, "time")
+    wms = _ints(timeline, "watermark")
     return pa.table(
         {
-            "time": iso(timeline.column("time").to_pylist(), arrival_unit),
-            "watermark": iso(timeline.column("watermark").to_pylist(), event_unit),
+            "time": pa.array(times),
+            "time_utc": pa.array(utc_strings(times, arrival_unit), pa.string()),
+            "watermark": pa.array(wms),
+            "watermark_utc": pa.array(utc_strings(wms, event_unit), pa.string()),
             "status": timeline.column("status"),
             "min_channel": timeline.column("min_channel"),
         }
@@ -259,11 +215,11 @@ __all__ = [
     "downsample",
     "firing_delays",
     "format_duration",
-    "idle_spans",
     "label",
     "min_channel_spans",
-    "partition_lag",
-    "readable_timeline",
+    "seconds_between",
     "seconds_per_tick",
+    "timeline_csv",
     "to_datetime",
+    "utc_strings",
 ]

@@ -11,6 +11,12 @@ import pyarrow as pa
 class ReportInputs:
     """The collected figures of one run (every table optional).
 
+    ``lag``, ``holding`` and ``idle_spans`` stay small however many partitions and
+    however long the run (their definitions: :mod:`floodmark.report.partition_views`,
+    which computes them from ``timeline`` and ``emissions`` when they are not given).
+    The report draws the partitions from them, and reads ``emissions`` only for the
+    per-partition line chart of a run with few partitions.
+
     Attributes:
         title: the page and summary title.
         settings: parameters shown at the top (``{"bound": "5s", ...}``), in order.
@@ -29,6 +35,13 @@ class ReportInputs:
         analysis: the bound sweep of ``floodmark analyze``: ``idle_timeout``,
             ``bound``, ``late_fraction``, ``delay_median_s``, ``delay_p99_s``,
             ``windows``.
+        lag: one row per partition and bin of arrival time (a fixed number of bins):
+            ``partition``, ``bin``, ``start``, ``end``, ``state``
+            (``none``/``idle``/``active``), ``watermark``, ``lag`` (event-time ticks
+            behind the leading active partition, at the bin's end).
+        holding: one row per partition: ``partition``, ``holding`` (arrival ticks it
+            held the combined watermark back, as ``min_channel``), ``stints``.
+        idle_spans: one row per idle span: ``partition``, ``start``, ``end``, ``open``.
         event_unit: tick unit of event times (``s``, ``ms``, ``us``, ``ns``).
         arrival_unit: tick unit of arrival times.
         notes: free sentences shown under the summary (e.g. a recommendation).
@@ -41,6 +54,9 @@ class ReportInputs:
     partitions: pa.Table | None = None
     firings: pa.Table | None = None
     analysis: pa.Table | None = None
+    lag: pa.Table | None = None
+    holding: pa.Table | None = None
+    idle_spans: pa.Table | None = None
     event_unit: str = "ms"
     arrival_unit: str = "ms"
     notes: list[str] = field(default_factory=list)

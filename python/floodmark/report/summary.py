@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark.report.figures import (
     column_sum,
@@ -13,9 +14,10 @@ from floodmark.report.figures import (
     firing_counts,
     firing_delays,
     label,
-    partition_lag,
+    seconds_per_tick,
 )
 from floodmark.report.inputs import ReportInputs
+from floodmark.report.partition_views import lag_stats, with_views
 
 WIDTH = 80
 
@@ -78,22 +80,25 @@ def totals(inputs: ReportInputs) -> list[tuple[str, str]]:
 
 
 def partition_table(inputs: ReportInputs) -> pa.Table | None:
-    """Per-partition counts joined with each partition's watermark lag (seconds)."""
+    """Per-partition counts joined with each partition's watermark lag: the median and
+    maximum over the bins of the lag table (seconds behind the leading partition, see
+    :mod:`floodmark.report.partition_views`)."""
     parts = inputs.partitions
     if parts is None:
         return None
-    if inputs.emissions is None or inputs.emissions.num_rows == 0:
+    lag = with_views(inputs).lag
+    if lag is None or lag.num_rows == 0:
         return parts
-    lag = partition_lag(inputs.emissions, inputs.event_unit)
+    stats = lag_stats(lag, seconds_per_tick(inputs.event_unit))
     by_channel = dict(
         zip(
-            lag.column("channel").to_pylist(),
+            stats.column("partition").to_pylist(),
             zip(
-                lag.column("lag_median_s").to_pylist(),
-                lag.column("lag_max_s").to_pylist(),
-                strict=False,
+                stats.column("lag_median_s").to_pylist(),
+                stats.column("lag_max_s").to_pylist(),
+                strict=True,
             ),
-            strict=False,
+            strict=True,
         )
     )
     keys = parts.column("partition").to_pylist()
@@ -105,11 +110,19 @@ def partition_table(inputs: ReportInputs) -> pa.Table | None:
     )
 
 
+def worst_first(table: pa.Table) -> pa.Table:
+    """The rows by late, then dropped, then Spark drops, descending (stable)."""
+    keys = [c for c in ("late", "dropped", "spark_dropped") if c in table.column_names]
+    if not keys:
+        return table
+    return table.take(pc.sort_indices(table, [(k, "descending") for k in keys]))
+
+
 def render_summary(inputs: ReportInputs, *, max_partitions: int = 40) -> str:
     """The summary: title, settings, totals and the per-partition table (80 columns).
 
-    Lag is how far a partition's watermark trailed the highest partition watermark at
-    the same moment (median and maximum over the run, in seconds).
+    Lag is how far a partition's watermark trailed the leading active partition's at
+    the end of each bin of arrival time (median and maximum over the bins, in seconds).
     """
     out = [inputs.title, "=" * min(WIDTH, len(inputs.title))]
     if inputs.settings:
@@ -133,6 +146,9 @@ def render_summary(inputs: ReportInputs, *, max_partitions: int = 40) -> str:
             "lag_max_s": "lag max s",
         }
         cols = [c for c in names if c in table.column_names]
+        if table.num_rows > max_partitions:
+            out.append(f"the {max_partitions} partitions with the most late records:")
+            table = worst_first(table)
         renamed = table.select(cols).rename_columns([names[c] for c in cols])
         out.append(text_table(renamed, max_rows=max_partitions))
     out += [*(line for note in inputs.notes for line in _wrap(note, WIDTH))]
@@ -152,4 +168,11 @@ def print_summary(inputs: ReportInputs, stream: Any = None) -> None:
     (stream or sys.stdout).write(render_summary(inputs))
 
 
-__all__ = ["partition_table", "print_summary", "render_summary", "text_table", "totals"]
+__all__ = [
+    "partition_table",
+    "print_summary",
+    "render_summary",
+    "text_table",
+    "totals",
+    "worst_first",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark.report import ReportInputs
 from floodmark.time import I64_MIN
@@ -119,4 +120,107 @@ def inputs() -> ReportInputs:
         partitions=partitions(),
         firings=firings(),
         analysis=analysis(),
+    )
+
+
+LAGGING, IDLE = 1, 2
+
+
+def many_emissions(n: int, steps: int = 300, seed: int = 7) -> pa.Table:
+    """``n`` channels emitting every 200 ms (built with numpy): channel 1 lags 30 s,
+    channel 2 is idle from step 100 to 200, every tenth channel from 10 on goes quiet
+    (idle) for a while, the rest jitter within 2 s. The first 3 steps emit no watermark
+    yet (``MIN``)."""
+    rng = np.random.default_rng(seed)
+    steps_idx = np.arange(steps)
+    t = EPOCH + 200 * steps_idx
+    jitter = rng.integers(0, 2_000, n)
+    jitter[LAGGING] = 30_000
+    wm = t[None, :] - 5_000 - jitter[:, None] - np.arange(n)[:, None] % 10
+    wm[:, :3] = MIN
+    idle = np.zeros((n, steps), dtype=bool)
+    for c in range(10, n, 10):
+        a = int(rng.integers(steps // 15, max(steps // 15 + 1, steps * 4 // 5)))
+        idle[c, a : a + int(rng.integers(max(1, steps // 15), max(2, steps // 5)))] = True
+    if n > IDLE:
+        idle[IDLE, 100:200] = True
+    chan = np.broadcast_to(np.arange(n)[:, None], (n, steps))
+    times = np.broadcast_to(t[None, :], (n, steps))
+    keep = ~idle
+    # Marks: idle where a run of idle steps starts, active where it ends (before the
+    # watermark of that step).
+    before = np.concatenate([np.zeros((n, 1), bool), idle[:, :-1]], axis=1)
+    starts, ends = idle & ~before, ~idle & before
+    parts = [
+        (chan[keep], times[keep], np.full(keep.sum(), 1), wm[keep]),
+        (chan[starts], times[starts], np.full(starts.sum(), 2), np.full(starts.sum(), 0)),
+        (chan[ends], times[ends], np.full(ends.sum(), 0), np.full(ends.sum(), 0)),
+    ]
+    c, tt, k, w = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    order = np.lexsort((k, tt, c))
+    kinds = np.array(["active", "watermark", "idle"])[k[order]]
+    watermarks = pa.array(w[order], pa.int64(), mask=kinds != "watermark")
+    return pa.table(
+        {
+            "channel": pa.array(c[order], pa.int64()),
+            "time": pa.array(tt[order], pa.int64()),
+            "kind": pa.array(kinds, pa.string()),
+            "watermark": watermarks,
+        }
+    )
+
+
+def many_timeline(n: int, steps: int = 300, em: pa.Table | None = None) -> pa.Table:
+    """The combined timeline of :func:`many_emissions` (``em``, made when not given):
+    the minimum over the channels not idle, the lowest channel on ties, one row per
+    change of the watermark."""
+    em = many_emissions(n, steps) if em is None else em
+    wm_rows = em.filter(pc.equal(em["kind"], "watermark"))
+    c = wm_rows["channel"].to_numpy()
+    i = (wm_rows["time"].to_numpy() - EPOCH) // 200
+    grid = np.full((n, steps), np.iinfo(np.int64).max)
+    grid[c, i] = wm_rows["watermark"].to_numpy()
+    minimum = grid.min(axis=0)
+    holder = grid.argmin(axis=0)
+    change = np.concatenate([[True], minimum[1:] != minimum[:-1]])
+    return pa.table(
+        {
+            "time": pa.array(EPOCH + 200 * np.arange(steps)[change], pa.int64()),
+            "watermark": pa.array(minimum[change], pa.int64()),
+            "status": pa.array(["active"] * int(change.sum())),
+            "min_channel": pa.array(holder[change], pa.int64()),
+        }
+    )
+
+
+def many_partitions(n: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    records = rng.integers(5_000, 6_000, n)
+    late = rng.poisson(0.3, n)
+    dropped = np.zeros(n, np.int64)
+    spark = rng.poisson(2.0, n)
+    late[LAGGING], spark[LAGGING] = 40, 2_500
+    if n > IDLE:
+        late[IDLE], dropped[IDLE], spark[IDLE] = 700, 3, 800
+    return pa.table(
+        {
+            "partition": pa.array(range(n), pa.int64()),
+            "records": pa.array(records, pa.int64()),
+            "late": pa.array(late, pa.int64()),
+            "dropped": pa.array(dropped, pa.int64()),
+            "spark_dropped": pa.array(spark, pa.int64()),
+        }
+    )
+
+
+def many_inputs(n: int, steps: int = 300) -> ReportInputs:
+    """A run over ``n`` partitions: the lagging, idle and quiet ones above."""
+    em = many_emissions(n, steps)
+    return ReportInputs(
+        title=f"synthetic run, {n:,} partitions",
+        settings={"bound": "5s", "idle": "30s", "window": "tumbling:10s"},
+        timeline=many_timeline(n, steps, em),
+        emissions=em,
+        partitions=many_partitions(n),
+        firings=firings(),
     )

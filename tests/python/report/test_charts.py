@@ -50,3 +50,50 @@ def test_long_series_and_numeric_bounds(tmp_path: Path) -> None:
     seconds = pa.array([b.total_seconds() for b in analysis["bound"].to_pylist()])
     analysis = analysis.set_column(1, "bound", seconds)
     assert charts.analysis_chart(analysis, tmp_path / "n.png").stat().st_size > 0
+
+
+def test_partition_charts_of_empty_and_degenerate_inputs(tmp_path: Path) -> None:
+    from floodmark.report import partition_charts as pc
+    from floodmark.report.partition_views import partition_views
+
+    empty = partition_views(None, None)
+    assert pc.lag_heatmap(empty.lag, tmp_path / "a.png").stat().st_size > 0
+    assert pc.holding_chart(empty.holding, tmp_path / "b.png", span=0).stat().st_size > 0
+    assert pc.idle_chart(empty.idle_spans, tmp_path / "c.png", first=0, last=0).exists()
+    no_wm = synthetic.timeline().slice(0, 3)  # every watermark MIN
+    assert pc.combined_chart(no_wm, tmp_path / "d.png").stat().st_size > 0
+    # One tick of arrival time: a single bin.
+    one = partition_views(synthetic.timeline().slice(3, 1), synthetic.emissions().slice(3, 1))
+    assert one.lag.num_rows == 2  # partitions 0 (emitted) and 1 (held the minimum)
+    assert pc.lag_heatmap(one.lag, tmp_path / "e.png").stat().st_size > 0
+
+
+def test_heatmap_groups_rows_beyond_its_pixel_budget(tmp_path: Path) -> None:
+    from floodmark.report import partition_charts as pc
+    from floodmark.report.partition_views import partition_views
+
+    em = synthetic.many_emissions(1_000, steps=60)
+    views = partition_views(synthetic.many_timeline(1_000, 60, em), em, bins=50)
+    full = mpimg.imread(pc.lag_heatmap(views.lag, tmp_path / "full.png"))
+    grouped = mpimg.imread(pc.lag_heatmap(views.lag, tmp_path / "g.png", max_pixel_rows=250))
+    assert full.shape[0] > 1_000 + 240  # a pixel row each, and the worst 15 above
+    assert grouped.shape[0] < full.shape[0] - 400  # 250 rows of 2 pixels
+
+
+def test_rank_by_lag_puts_the_worst_first_and_the_never_active_last() -> None:
+    from floodmark.report.partition_charts import rank_by_lag
+
+    nan = np.nan
+    lag = np.array([[1.0, 1.0], [nan, nan], [5.0, nan], [0.0, 3.0]])
+    assert rank_by_lag(lag).tolist() == [2, 3, 0, 1]
+
+
+def test_combined_chart_shades_idle_status(tmp_path: Path) -> None:
+    from floodmark.report import partition_charts as pc
+
+    tl = synthetic.timeline()
+    status = ["idle" if 100 <= i < 150 else "active" for i in range(tl.num_rows)]
+    tl = tl.set_column(2, "status", pa.array(status))
+    image = mpimg.imread(pc.combined_chart(tl, tmp_path / "idle.png"))
+    blue = (image[..., 2] > 0.8) & (image[..., 0] < 0.85) & (image[..., 0] > 0.6)
+    assert blue.sum() > 1_000  # the shaded span (IDLE_COLOUR at alpha 0.25 on white)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import synthetic
 
 from floodmark.report import figures
-from floodmark.time import I64_MIN
+from floodmark.time import I64_MAX, I64_MIN
 
 
 def test_firing_delay_is_exact_on_time_only_and_mixed_units() -> None:
@@ -35,21 +35,46 @@ def test_channel_series_skips_min_watermark() -> None:
     assert all((w != I64_MIN).all() for _, w in series.values())
 
 
-def test_idle_and_min_channel_spans() -> None:
-    em = synthetic.emissions()
-    spans = figures.idle_spans(em, end=0)
-    assert list(spans) == [2]
-    start, stop = spans[2][0]
-    assert stop - start == 100 * 200
+def test_min_channel_spans() -> None:
     holders = figures.min_channel_spans(synthetic.timeline(), end=0)
     assert [h[0] for h in holders] == [1, 3]
 
 
-def test_partition_lag_finds_the_lagging_partition() -> None:
-    lag = figures.partition_lag(synthetic.emissions(), "ms")
-    medians = dict(zip(lag["channel"].to_pylist(), lag["lag_median_s"].to_pylist(), strict=False))
-    assert max(medians, key=lambda c: medians[c]) == 1
-    assert abs(medians[1] - 30.01) < 1e-9
+def test_timeline_csv_has_ticks_and_utc_dates() -> None:
+    tl = pa.table(
+        {
+            "time": pa.array([1_000, 2_500, 4_000], pa.int64()),  # ms
+            "watermark": pa.array([I64_MIN, 2_000_000, I64_MAX], pa.int64()),  # us
+            "status": ["active", "idle", "active"],
+            "min_channel": pa.array([0, None, 1], pa.int64()),
+        }
+    )
+    out = figures.timeline_csv(tl, "us", "ms")
+    assert out.column_names == [
+        "time",
+        "time_utc",
+        "watermark",
+        "watermark_utc",
+        "status",
+        "min_channel",
+    ]
+    assert out["time_utc"].to_pylist() == [
+        "1970-01-01T00:00:01.000",
+        "1970-01-01T00:00:02.500",
+        "1970-01-01T00:00:04.000",
+    ]
+    assert out["watermark_utc"].to_pylist() == [
+        "none yet",
+        "1970-01-01T00:00:02.000",
+        "end of input",
+    ]
+    assert out["watermark"].to_pylist() == tl["watermark"].to_pylist()
+
+
+def test_seconds_between_is_exact_across_units() -> None:
+    later = np.array([1_767_225_600_123], np.int64)  # ms
+    earlier = np.array([1_767_225_600_000_001], np.int64)  # us
+    assert figures.seconds_between(later, "ms", earlier, "us").tolist() == [0.122999]
 
 
 def test_downsample_keeps_ends_and_caps_points() -> None:

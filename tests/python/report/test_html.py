@@ -1,47 +1,97 @@
-"""The HTML report: self-contained, every chart embedded and non-blank.
+"""The HTML report: self-contained, every chart embedded and non-blank, at 4, 16 and
+1,000 partitions.
 
 Two checks: the page is parsed and each embedded PNG decoded (always); and, when a
 ``chromium`` binary is installed (Debian package ``chromium``), the page is rendered
-headless and the screenshot must not be blank.
+headless and the screenshot must not be blank and must show every chart's colours.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
+import re
 import shutil
 import subprocess
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import numpy as np
+import PIL.Image
 import pytest
 import synthetic
 
 from floodmark.report import ReportInputs
 from floodmark.report.html import write_report
 
+#: Every chart of a full run, by the id of its figure (``fig-<name>``).
+CHARTS = ["watermark", "watermarks", "lag", "holding", "idle", "partitions", "delay", "bounds"]
+#: The charts that read at any number of partitions (no per-partition line chart).
+SCALING = [c for c in CHARTS if c not in ("watermarks", "bounds")]
 
-class Images(HTMLParser):
-    """Collects the ``src`` of every ``<img>`` and any external reference."""
+
+class Page(HTMLParser):
+    """Collects every ``<img>`` (figure id, alt, src) and every ``href``/``src`` that
+    is not a data URI or an anchor."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.sources: list[str] = []
-        self.external: list[str] = []
+        self.images: dict[str, tuple[str, str]] = {}
+        self.links: list[str] = []
+        self._figure = ""
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        for name, value in attrs:
-            if name in ("src", "href") and value and not value.startswith(("data:", "#")):
-                self.external.append(value)
+        values = dict(attrs)
+        for name in ("src", "href"):
+            value = values.get(name)
+            if value and not value.startswith(("data:", "#")):
+                self.links.append(value)
+        if tag == "figure":
+            self._figure = (values.get("id") or "").removeprefix("fig-")
         if tag == "img":
-            self.sources.append(dict(attrs).get("src") or "")
+            self.images[self._figure] = (values.get("alt") or "", values.get("src") or "")
+
+
+def parse(page: Path) -> tuple[str, Page]:
+    text = page.read_text(encoding="utf-8")
+    parser = Page()
+    parser.feed(text)
+    return text, parser
+
+
+def check_self_contained(page: Path) -> Page:
+    """No network reference; every link is a file beside the page."""
+    text, parser = parse(page)
+    without_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]*", "", text)
+    assert not re.search(r"https?:|//[a-z]", without_images)
+    for link in parser.links:
+        assert "/" not in link and (page.parent / link).is_file(), link
+    return parser
+
+
+def colours(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct colours (packed ``0xRRGGBB``) of an RGB(A) uint8 image and how many
+    pixels have each."""
+    pixels = rgb[..., :3].astype(np.uint32)
+    packed = (pixels[..., 0] << 16) | (pixels[..., 1] << 8) | pixels[..., 2]
+    counts = np.bincount(packed.ravel(), minlength=1 << 24)
+    present = np.flatnonzero(counts)
+    return present, counts[present]
 
 
 def distinct_colours(rgb: np.ndarray) -> int:
-    pixels = (rgb[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
-    return len(np.unique(pixels, axis=0))
+    return len(colours(rgb)[0])
+
+
+def pixels_near(palette: tuple[np.ndarray, np.ndarray], colour: str, tolerance: int) -> int:
+    """Pixels within ``tolerance`` (per channel, 0-255) of ``colour`` (``#rrggbb``)."""
+    packed, counts = palette
+    channels = np.stack([(packed >> shift) & 0xFF for shift in (16, 8, 0)], axis=-1)
+    target = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+    near = np.abs(channels.astype(np.int64) - target).max(axis=-1) <= tolerance
+    return int(counts[near].sum())
 
 
 def decode_png(uri: str) -> np.ndarray:
@@ -49,7 +99,23 @@ def decode_png(uri: str) -> np.ndarray:
     assert uri.startswith(prefix)
     data = base64.b64decode(uri[len(prefix) :])
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    return np.asarray(mpimg.imread(io.BytesIO(data), format="png"))
+    return read_png(io.BytesIO(data))
+
+
+def read_png(source: Path | io.BytesIO) -> np.ndarray:
+    """An image as RGB uint8."""
+    with PIL.Image.open(source) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def check_images(parser: Page, expected: list[str]) -> None:
+    assert sorted(parser.images) == sorted(expected)
+    for name, (alt, src) in parser.images.items():
+        assert alt, name
+        image = decode_png(src)
+        height, width = image.shape[:2]
+        assert width >= 400 and height >= 150, name
+        assert distinct_colours(image) > 20, name
 
 
 @pytest.fixture(scope="module")
@@ -59,46 +125,58 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_files_written(page: Path) -> None:
     names = {p.name for p in page.parent.iterdir()}
-    assert {
-        "index.html",
-        "watermarks.png",
-        "partitions.png",
-        "firing_delay.png",
-        "bounds.png",
-        "partitions.csv",
-        "delay.csv",
-        "bounds.csv",
-        "timeline.csv",
-    } <= names
+    pngs = {"watermark", "watermarks", "lag", "holding", "idle", "partitions", "bounds"}
+    csvs = {"timeline", "lag", "holding", "idle_spans", "partitions", "delay", "bounds"}
+    assert (
+        {"index.html", "firing_delay.png"} | {f"{n}.png" for n in pngs} | {f"{n}.csv" for n in csvs}
+    ) <= names
 
 
 def test_every_chart_is_embedded_and_not_blank(page: Path) -> None:
-    parser = Images()
+    parser = check_self_contained(page)
+    check_images(parser, CHARTS)
     text = page.read_text(encoding="utf-8")
-    parser.feed(text)
-    assert parser.external == []  # self-contained
-    assert len(parser.sources) == 4
-    for src in parser.sources:
-        image = decode_png(src)
-        height, width = image.shape[:2]
-        assert width >= 400 and height >= 200
-        assert distinct_colours(image) > 20
     for caption in (
-        "Watermarks over arrival time",
+        "Combined watermark over arrival time",
+        "Each partition&#x27;s watermark",
+        "Lag behind the leading partition",
+        "Partitions holding the watermark back",
+        "Idle partitions",
         "Late and dropped records per partition",
         "Window firing delay",
         "against the bound",
     ):
         assert caption in text
-    assert "<table>" in text and "none yet" in text
+    # The timeline is a chart and a linked CSV now, not a table in the page.
+    assert '<a href="timeline.csv">' in text and "none yet" not in text
+    assert "none yet" in (page.parent / "timeline.csv").read_text()
 
 
 def test_partial_inputs_still_render(tmp_path: Path) -> None:
     inputs = ReportInputs(partitions=synthetic.partitions())
     page = write_report(tmp_path, inputs)
-    parser = Images()
-    parser.feed(page.read_text(encoding="utf-8"))
-    assert len(parser.sources) == 1
+    _, parser = parse(page)
+    assert list(parser.images) == ["partitions"]
+
+
+def test_the_compact_tables_alone_draw_the_partitions(tmp_path: Path) -> None:
+    """Given the lag, holding and idle tables (computed in Spark, say), the report needs
+    no emissions: everything but the per-partition line chart is drawn."""
+    from floodmark.report.partition_views import with_views
+
+    full = with_views(synthetic.many_inputs(16))
+    page = write_report(tmp_path, dataclasses.replace(full, emissions=None))
+    check_images(check_self_contained(page), SCALING)
+
+
+def test_many_partitions_cut_the_table_to_the_worst_and_totals(tmp_path: Path) -> None:
+    page = write_report(tmp_path, synthetic.many_inputs(200), top=5)
+    text = page.read_text(encoding="utf-8")
+    section = text[text.index('id="partitions"') :]
+    table = section[section.index("<tbody>") : section.index("</tbody>")]
+    rows = re.findall(r"<tr><td>([^<]*)</td>", table)
+    assert rows == [str(synthetic.IDLE), str(synthetic.LAGGING), *rows[2:5], "all 200"]
+    assert len((tmp_path / "partitions.csv").read_text().splitlines()) == 201
 
 
 def chromium_binary() -> str | None:
@@ -108,11 +186,10 @@ def chromium_binary() -> str | None:
     return None
 
 
-def test_headless_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
+def screenshot(page: Path, shot: Path, height: int) -> np.ndarray:
     binary = chromium_binary()
     if binary is None:
         pytest.skip("no chromium binary on PATH (Debian: apt-get install chromium)")
-    shot = tmp_path / "page.png"
     subprocess.run(
         [
             binary,
@@ -121,17 +198,52 @@ def test_headless_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
             "--disable-gpu",
             "--hide-scrollbars",
             f"--screenshot={shot}",
-            "--window-size=1200,3000",
+            f"--window-size=1200,{height}",
             page.as_uri(),
         ],
         check=True,
         capture_output=True,
         timeout=120,
     )
-    image = np.asarray(mpimg.imread(shot))
+    return read_png(shot)
+
+
+def test_headless_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
+    image = screenshot(page, tmp_path / "page.png", 3000)
     assert image.shape[:2] == (3000, 1200)
     assert distinct_colours(image) > 50  # text, tables and the charts' colours
-    # The watermark chart (black combined line, red min-channel strips) is on screen.
-    rgb = (image[..., :3] * 255).astype(int)
+    # The combined watermark chart and the line chart's red strips are on screen.
+    rgb = image.astype(int)
     red = (rgb[..., 0] > 180) & (rgb[..., 1] < 80) & (rgb[..., 2] < 80)
     assert red.sum() > 500
+
+
+@pytest.mark.parametrize("partitions", [16, 1_000])
+def test_report_reads_at_many_partitions(partitions: int, tmp_path: Path) -> None:
+    """At 16 and 1,000 partitions: every chart is in the page, the page names no
+    network resource, its CSV links resolve, and headless Chromium draws it all."""
+    from floodmark.report.charts import IDLE_COLOUR
+    from floodmark.report.partition_charts import HOLD_COLOUR
+
+    inputs = synthetic.many_inputs(partitions)
+    started = time.perf_counter()
+    page = write_report(tmp_path / "report", inputs)
+    rendered = time.perf_counter() - started
+    assert rendered < 15, rendered
+    parser = check_self_contained(page)
+    expected = CHARTS if partitions <= 20 else [c for c in CHARTS if c != "watermarks"]
+    check_images(parser, [c for c in expected if c != "bounds"])
+    assert {"timeline.csv", "lag.csv", "holding.csv", "idle_spans.csv", "partitions.csv"} <= set(
+        parser.links
+    )
+    lag_rows = len((page.parent / "lag.csv").read_text().splitlines()) - 1
+    assert lag_rows == partitions * 200
+    image = screenshot(page, tmp_path / "page.png", 7000)
+    assert image.shape[:2] == (7000, 1200)
+    palette = colours(image)
+    assert len(palette[0]) > 100
+    # Each partition chart's own colour reached the screen: the idle blue (heatmap,
+    # idle spans), the holding bars, and the laggard's darkest red in the heatmap.
+    assert pixels_near(palette, IDLE_COLOUR, 12) > 2_000
+    assert pixels_near(palette, HOLD_COLOUR, 4) > 2_000
+    assert pixels_near(palette, "#800026", 10) > 2_000

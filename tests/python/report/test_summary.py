@@ -54,3 +54,13 @@ def test_grouped_firings_count_as_many_as_they_stand_for() -> None:
     twice = firing_delays(doubled, "ms", "ms")
     assert len(twice) == 2 * len(once)
     assert sorted(twice) == sorted(np.concatenate([once, once]))
+
+
+def test_a_cut_summary_shows_the_worst_partitions() -> None:
+    text = render_summary(synthetic.many_inputs(100), max_partitions=10)
+    lines = text.splitlines()
+    at = lines.index("the 10 partitions with the most late records:")
+    first, second = lines[at + 3].split()[0], lines[at + 4].split()[0]
+    assert (first, second) == (str(synthetic.IDLE), str(synthetic.LAGGING))
+    assert "... 90 more rows" in text
+    assert max(len(line) for line in lines) <= 80

@@ -1,0 +1,169 @@
+"""The compact per-partition views: exact values on hand-made runs, sizes and speed."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import synthetic
+
+from floodmark.report.partition_views import bin_edges, partition_views
+from floodmark.time import I64_MAX, I64_MIN
+
+
+def emissions(rows: list[tuple[str, int, str, int | None]]) -> pa.Table:
+    chan, times, kinds, wms = zip(*rows, strict=True)
+    return pa.table(
+        {
+            "channel": pa.array(chan, pa.string()),
+            "time": pa.array(times, pa.int64()),
+            "kind": pa.array(kinds, pa.string()),
+            "watermark": pa.array(wms, pa.int64()),
+        }
+    )
+
+
+def timeline(times: list[int], holders: list[str | None]) -> pa.Table:
+    return pa.table(
+        {
+            "time": pa.array(times, pa.int64()),
+            "watermark": pa.array(times, pa.int64()),
+            "status": pa.array(["active"] * len(times)),
+            "min_channel": pa.array(holders, pa.string()),
+        }
+    )
+
+
+# Three partitions over arrival 0..30, three bins (0, 10], (10, 20], (20, 30]:
+# a keeps up; b has no watermark at first (MIN), then 90, idles at 20, rejoins at 30;
+# c goes idle at 5 and never comes back (its repeated idle at 25 counts once).
+EMISSIONS = emissions(
+    [
+        ("a", 0, "active", None),  # an active with no idle before it: no span
+        ("a", 0, "watermark", 100),
+        ("a", 10, "watermark", 110),
+        ("a", 20, "watermark", 130),
+        ("b", 0, "watermark", I64_MIN),
+        ("b", 10, "watermark", 90),
+        ("b", 20, "idle", None),
+        ("b", 30, "active", None),
+        ("b", 30, "watermark", 140),
+        ("c", 5, "idle", None),
+        ("c", 25, "idle", None),
+    ]
+)
+TIMELINE = timeline([0, 10, 15, 20], ["a", "b", "a", None])
+
+
+def column(table: pa.Table, name: str) -> list[object]:
+    return table.column(name).to_pylist()
+
+
+def test_lag_table_exact() -> None:
+    lag = partition_views(TIMELINE, EMISSIONS, bins=3).lag
+    assert lag.num_rows == 9
+    assert column(lag, "partition") == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    assert column(lag, "bin") == [0, 1, 2] * 3
+    assert column(lag, "start") == [0, 10, 20] * 3
+    assert column(lag, "end") == [10, 20, 30] * 3
+    assert column(lag, "watermark") == [110, 130, 130, 90, 90, 140, None, None, None]
+    assert column(lag, "state") == ["active"] * 3 + ["active", "idle", "active"] + ["idle"] * 3
+    # Lead: 110 (a, b), 130 (a alone, b idle), 140 (b).
+    assert column(lag, "lag") == [0, 0, 10, 20, None, 0, None, None, None]
+
+
+def test_no_watermark_yet_is_its_own_state() -> None:
+    em = emissions([("a", 0, "watermark", I64_MIN), ("a", 10, "watermark", 7)])
+    lag = partition_views(None, em, bins=2).lag
+    assert column(lag, "state") == ["none", "active"]
+    assert column(lag, "watermark") == [None, 7]
+    assert column(lag, "lag") == [None, 0]
+
+
+def test_lag_saturates() -> None:
+    em = emissions([("a", 0, "watermark", I64_MAX - 1), ("b", 0, "watermark", I64_MIN + 1)])
+    lag = partition_views(None, em, bins=4).lag
+    assert column(lag, "lag") == [0, I64_MAX]
+
+
+def test_holding_table_exact() -> None:
+    holding = partition_views(TIMELINE, EMISSIONS, bins=3).holding
+    # a: [0, 10) and [15, 20); b: [10, 15); the last row (nobody) runs to 30.
+    assert column(holding, "partition") == ["a", "b", "c"]
+    assert column(holding, "holding") == [15, 5, 0]
+    assert column(holding, "stints") == [2, 1, 0]
+
+
+def test_idle_span_table_exact() -> None:
+    spans = partition_views(TIMELINE, EMISSIONS, bins=3).idle_spans
+    assert spans.to_pylist() == [
+        {"partition": "b", "start": 20, "end": 30, "open": False},
+        {"partition": "c", "start": 5, "end": 30, "open": True},
+    ]
+
+
+def test_bin_edges_are_exact_and_never_empty() -> None:
+    big = 2**62
+    assert bin_edges(-big, big, 3).tolist() == [
+        -big,
+        -big + (2 * big) // 3,
+        -big + (4 * big) // 3,
+        big,
+    ]
+    assert bin_edges(0, 2, 200).tolist() == [0, 1, 2]
+    assert bin_edges(5, 5, 200).tolist() == [5, 5]
+
+
+def test_empty_run_gives_empty_tables() -> None:
+    views = partition_views(None, None)
+    assert views.lag.num_rows == views.holding.num_rows == views.idle_spans.num_rows == 0
+    assert views.lag.column_names == [
+        "partition",
+        "bin",
+        "start",
+        "end",
+        "state",
+        "watermark",
+        "lag",
+    ]
+    one = partition_views(timeline([3], ["a"]), None, bins=10)
+    assert column(one.holding, "holding") == [0]
+    assert column(one.lag, "state") == ["none"]
+
+
+def test_synthetic_run_finds_the_laggard_and_the_idle_partition() -> None:
+    views = partition_views(synthetic.many_timeline(50), synthetic.many_emissions(50), bins=120)
+    assert views.lag.num_rows == 50 * 120
+    assert column(views.holding, "partition")[0] == synthetic.LAGGING
+    lag = views.lag.to_pandas()
+    mean = lag.groupby("partition")["lag"].mean()
+    assert mean.idxmax() == synthetic.LAGGING
+    assert 29_000 < mean[synthetic.LAGGING] < 31_000
+    spans = views.idle_spans.to_pandas()
+    idle = spans[spans["partition"] == synthetic.IDLE]
+    assert idle[["start", "end"]].values.tolist() == [
+        [synthetic.EPOCH + 100 * 200, synthetic.EPOCH + 200 * 200]
+    ]
+    assert set(spans["partition"]) == {synthetic.IDLE, 10, 20, 30, 40}
+
+
+def test_a_thousand_partitions_and_100k_emissions_in_well_under_a_second() -> None:
+    em = synthetic.many_emissions(1_000, steps=100)
+    tl = synthetic.many_timeline(1_000, steps=100)
+    assert em.num_rows >= 95_000
+    best = np.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        views = partition_views(tl, em)
+        best = min(best, time.perf_counter() - t0)
+    assert views.lag.num_rows == 1_000 * 200
+    assert best < 0.5, best
+
+
+@pytest.mark.parametrize("bins", [1, 7, 200])
+def test_every_partition_has_every_bin(bins: int) -> None:
+    views = partition_views(synthetic.many_timeline(16), synthetic.many_emissions(16), bins=bins)
+    assert views.lag.num_rows == 16 * bins
+    assert views.holding.num_rows == 16
