@@ -505,6 +505,8 @@ impl TimelineBuilder {
             self.queue.pop();
             self.call(k, c as usize)?;
         }
+        // Every call up to `last` is made: the last round is complete.
+        self.combiner.end_round(&mut self.timeline);
         self.ran_through = Some(last);
         Ok(())
     }
@@ -590,6 +592,7 @@ impl TimelineBuilder {
             self.combiner
                 .input(e.channel as i64, e.time, e.emission, &mut self.timeline)?;
         }
+        self.combiner.end_round(&mut self.timeline);
         Ok(())
     }
 

@@ -1,8 +1,21 @@
 //! The combined watermark timeline: what Flink's valve emits as the channels' output
 //! streams reach it. [`Combiner`] is the valve together with the timeline it has
-//! emitted so far (one [`TimelineRow`] per valve emission); [`combine`] runs whole
-//! per-channel streams through one, and [`super::TimelineBuilder`] feeds one
-//! incrementally.
+//! emitted so far; [`combine`] runs whole per-channel streams through one, and
+//! [`super::TimelineBuilder`] feeds one incrementally.
+//!
+//! # One row per time
+//!
+//! The timeline has one [`TimelineRow`] per time at which the combined watermark or
+//! status changed: the valve's state after every channel's emissions of that time
+//! (one periodic emission round, or the records of one arrival time). Within a round
+//! the valve may emit several watermarks as the channels reach it one by one (Flink
+//! delivers them in network order, floodmark in channel order); no record is processed
+//! between them, so the windows fire the same windows with the same contents whether
+//! they advance once or in steps, and nothing a Flink job can observe differs. Keeping
+//! only the round's final state makes the timeline independent of that order and
+//! bounds it by the number of rounds, i.e. O(span / emit interval), whatever the
+//! number of channels (a valve over `C` channels advancing together moves its
+//! minimum about `ln C` times per round). `docs/semantics.md` lists it.
 
 use crate::error::Result;
 use crate::snapshot::{Reader, Writer};
@@ -33,8 +46,7 @@ pub struct TimelineRow {
     /// The channel holding the minimum among the aligned channels after the input row
     /// was processed (`None` if no channel is aligned).
     pub min_channel: Option<usize>,
-    /// True if this emission is a watermark, i.e. the combined watermark grew (the
-    /// valve emits a watermark only when it grows): an advance for the windows.
+    /// True if the combined watermark grew at this time: an advance for the windows.
     pub advance: bool,
 }
 
@@ -44,6 +56,8 @@ pub struct Combiner {
     valve: Valve,
     watermark: i64,
     idle: bool,
+    /// The open round: its time and the state before it.
+    round: Option<(i64, i64, bool)>,
 }
 
 impl Combiner {
@@ -56,6 +70,7 @@ impl Combiner {
             valve: Valve::new(num_channels)?,
             watermark: i64::MIN,
             idle: false,
+            round: None,
         })
     }
 
@@ -75,8 +90,8 @@ impl Combiner {
         self.idle
     }
 
-    /// Feeds `emission` of `channel` at `time` to the valve; appends one row to `out`
-    /// per valve emission.
+    /// Feeds `emission` of `channel` at `time` to the valve, in the round of `time`
+    /// (closing the open round, into `out`, if it was of an earlier time).
     ///
     /// # Errors
     /// [`crate::Error::ChannelOutOfRange`] if `channel` is not a channel of the valve.
@@ -88,37 +103,40 @@ impl Combiner {
         emission: Emission,
         out: &mut Vec<TimelineRow>,
     ) -> Result<()> {
-        // The valve emits at most two things per input (the all-idle flush, then idle).
-        let mut emitted = [None; 2];
-        let mut n = 0;
-        let mut push = |e| {
-            emitted[n] = Some(e);
-            n += 1;
+        if self.round.is_some_and(|(t, _, _)| t != time) {
+            self.end_round(out);
+        }
+        if self.round.is_none() {
+            self.round = Some((time, self.watermark, self.idle));
+        }
+        let (wm, idle) = (&mut self.watermark, &mut self.idle);
+        let mut apply = |e| match e {
+            Emission::Watermark(w) => *wm = w,
+            Emission::Idle => *idle = true,
+            Emission::Active => *idle = false,
         };
         match emission {
-            Emission::Watermark(w) => self.valve.input_watermark(channel, w, &mut push)?,
-            Emission::Idle => self.valve.input_status(channel, true, &mut push)?,
-            Emission::Active => self.valve.input_status(channel, false, &mut push)?,
+            Emission::Watermark(w) => self.valve.input_watermark(channel, w, &mut apply),
+            Emission::Idle => self.valve.input_status(channel, true, &mut apply),
+            Emission::Active => self.valve.input_status(channel, false, &mut apply),
         }
-        if n == 0 {
-            return Ok(());
-        }
-        let min_channel = self.valve.min_channel();
-        for e in emitted.into_iter().flatten() {
-            match e {
-                Emission::Watermark(w) => self.watermark = w,
-                Emission::Idle => self.idle = true,
-                Emission::Active => self.idle = false,
-            }
+    }
+
+    /// Closes the open round: appends one row to `out` if the combined watermark or
+    /// status differs from before it.
+    pub fn end_round(&mut self, out: &mut Vec<TimelineRow>) {
+        let Some((time, watermark, idle)) = self.round.take() else {
+            return;
+        };
+        if (self.watermark, self.idle) != (watermark, idle) {
             out.push(TimelineRow {
                 time,
                 watermark: self.watermark,
                 idle: self.idle,
-                min_channel,
-                advance: matches!(e, Emission::Watermark(_)),
+                min_channel: self.valve.min_channel(),
+                advance: self.watermark > watermark,
             });
         }
-        Ok(())
     }
 
     /// Adds a channel at index `at` (see [`Valve::insert_channel`]).
@@ -131,18 +149,11 @@ impl Combiner {
         time: i64,
         out: &mut Vec<TimelineRow>,
     ) -> Result<()> {
-        let mut active = false;
-        self.valve.insert_channel(at, &mut |_| active = true)?;
-        if active {
-            self.idle = false;
-            out.push(TimelineRow {
-                time,
-                watermark: self.watermark,
-                idle: false,
-                min_channel: self.valve.min_channel(),
-                advance: false,
-            });
-        }
+        self.end_round(out);
+        self.round = Some((time, self.watermark, self.idle));
+        let idle = &mut self.idle;
+        self.valve.insert_channel(at, &mut |_| *idle = false)?;
+        self.end_round(out);
         Ok(())
     }
 
@@ -150,6 +161,11 @@ impl Combiner {
         w.bytes(&self.valve.snapshot())
             .i64(self.watermark)
             .bool(self.idle);
+        let (time, watermark, idle) = self.round.unwrap_or((0, i64::MIN, false));
+        w.bool(self.round.is_some())
+            .i64(time)
+            .i64(watermark)
+            .bool(idle);
     }
 
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
@@ -161,18 +177,21 @@ impl Combiner {
                 "the timeline disagrees with its valve".into(),
             ));
         }
+        let open = r.bool()?;
+        let round = (r.i64()?, r.i64()?, r.bool()?);
         Ok(Self {
             valve,
             watermark,
             idle,
+            round: open.then_some(round),
         })
     }
 }
 
 /// Merges `rows` in order of `(time, channel, position within the channel)` (a stable
 /// sort; the rows of one channel must be in that channel's order), feeds them to a
-/// fresh valve of `num_channels` channels and returns one [`TimelineRow`] per valve
-/// emission.
+/// fresh valve of `num_channels` channels and returns the timeline: one
+/// [`TimelineRow`] per time at which the combined watermark or status changed.
 ///
 /// # Errors
 /// [`crate::Error::ChannelOutOfRange`] if a row's channel is not in `0..num_channels`;
@@ -194,6 +213,7 @@ pub fn combine(rows: &[ChannelRow], num_channels: usize) -> Result<Vec<TimelineR
         let r = rows[i];
         combiner.input(r.channel, r.time, r.emission, &mut out)?;
     }
+    combiner.end_round(&mut out);
     Ok(out)
 }
 
@@ -233,5 +253,31 @@ mod tests {
             ]
         );
         assert!(combine(&rows, 1).is_err());
+    }
+
+    #[test]
+    fn one_row_per_time_with_the_rounds_final_state() {
+        // At time 20 the valve emits 15 (channel 0 moved past channel 1's 15) then 25
+        // (channel 1 moved too); the timeline keeps the round's final state.
+        let rows = [
+            row(0, 10, Emission::Watermark(10)),
+            row(1, 10, Emission::Watermark(15)),
+            row(0, 20, Emission::Watermark(30)),
+            row(1, 20, Emission::Watermark(25)),
+            row(0, 30, Emission::Idle),
+            row(0, 30, Emission::Active),
+            row(1, 40, Emission::Idle),
+            row(0, 40, Emission::Idle),
+        ];
+        let t = combine(&rows, 2).unwrap();
+        let got: Vec<(i64, i64, bool, bool)> = t
+            .iter()
+            .map(|r| (r.time, r.watermark, r.idle, r.advance))
+            .collect();
+        // Time 30 changes nothing in the end; at 40 the all-idle flush and idle.
+        assert_eq!(
+            got,
+            vec![(10, 10, false, true), (20, 25, false, true), (40, 30, true, true)]
+        );
     }
 }

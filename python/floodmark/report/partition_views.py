@@ -9,7 +9,8 @@ reference computation, from the two tables a run has on the driver: the combined
 ``time`` columns in arrival ticks, watermarks and lags in event-time ticks.
 
 **The run's span.** ``first`` and ``last`` are the smallest and largest ``time`` in
-the timeline and the emissions together.
+the timeline and the emissions together, unless the caller gives the span (the
+pipeline gives its emission grid's first and last times, known before the emissions).
 
 **Bins.** The span is cut into ``n = min(bins, last - first)`` bins (at least one).
 Bin ``k`` (``0 <= k < n``) runs from ``start_k = first + (k * (last - first)) // n``
@@ -60,6 +61,12 @@ never held the combined watermark.
 
 Partitions are sorted by value in every table. The three tables are
 ``O(partitions x bins)``, ``O(partitions)`` and ``O(idle transitions)`` rows.
+
+**Compaction.** The tables read, of a partition's watermark emissions, only the last
+one of each bin (they only rise), and every idle/active mark. So
+:func:`compact_emissions` keeps just those, ``O(partitions x bins + idle transitions)``
+rows, and the three tables of the compacted emissions are those of all of them: the
+pipeline compacts chunk by chunk where the emissions are too many for the driver.
 """
 
 from __future__ import annotations
@@ -252,8 +259,38 @@ def idle_span_table(emissions: pa.Table, partitions: pa.Array, last: int) -> pa.
     )
 
 
+def compact_emissions(emissions: pa.Table | pa.RecordBatch, edges: np.ndarray) -> pa.Table:
+    """``emissions`` without the watermark rows the views do not read: of each
+    channel's watermark rows in one bin of ``edges``, only the last (the highest); every
+    idle/active mark stays. Rows keep their order (see the module docstring)."""
+    table = emissions if isinstance(emissions, pa.Table) else pa.Table.from_batches([emissions])
+    if table.num_rows == 0:
+        return table
+    ends = edges[1:]
+    n_bins = max(len(ends), 1)
+    times = _ints(table.column("time"))
+    bin_of = np.minimum(np.searchsorted(ends, times, side="left"), n_bins - 1)
+    kinds = table.column("kind").combine_chunks()
+    is_wm = np.asarray(pc.equal(kinds, "watermark").to_numpy(zero_copy_only=False), bool)
+    channel = pc.dictionary_encode(table.column("channel").combine_chunks()).indices
+    chan = np.asarray(channel.to_numpy(zero_copy_only=False), np.int64)
+    rows = np.flatnonzero(is_wm)
+    # The last watermark row of each (channel, bin): a row whose successor among the
+    # watermark rows, ordered by (channel, bin, row), is of another (channel, bin).
+    order = rows[np.lexsort((rows, bin_of[rows], chan[rows]))]
+    group = chan[order] * n_bins + bin_of[order]
+    last = np.append(group[1:] != group[:-1], True) if len(order) else np.zeros(0, bool)
+    keep = ~is_wm
+    keep[order[last]] = True
+    return table.filter(pa.array(keep))
+
+
 def partition_views(
-    timeline: pa.Table | None, emissions: pa.Table | None, *, bins: int = DEFAULT_BINS
+    timeline: pa.Table | None,
+    emissions: pa.Table | None,
+    *,
+    bins: int = DEFAULT_BINS,
+    span: tuple[int, int] | None = None,
 ) -> PartitionViews:
     """The lag, holding and idle-spans tables of a run (see the module docstring).
 
@@ -263,6 +300,8 @@ def partition_views(
         emissions: every channel's emissions (``channel``, ``time``, ``kind``,
             ``watermark``), or None.
         bins: how many bins of arrival time the lag table has at most.
+        span: the run's ``(first, last)`` arrival times; by default the smallest and
+            largest ``time`` of both tables.
 
     Returns:
         The three tables; empty ones (with their columns) when there is nothing to show.
@@ -272,7 +311,7 @@ def partition_views(
     partitions = partition_values(timeline, emissions)
     if emissions is None:
         emissions = _empty_emissions(partitions.type)
-    span = run_span(timeline, emissions)
+    span = span if span is not None else run_span(timeline, emissions)
     first, last = span if span is not None else (0, 0)
     edges = bin_edges(first, last, bins)
     if span is None:
@@ -384,6 +423,7 @@ __all__ = [
     "LagMatrix",
     "PartitionViews",
     "bin_edges",
+    "compact_emissions",
     "holding_table",
     "idle_span_table",
     "lag_matrix",

@@ -37,6 +37,7 @@ KINDS = {
     "stats": 4,
     "buckets": 5,
     "error": 6,
+    "emissions": 7,
 }
 _NAMES = {code: name for name, code in KINDS.items()}
 #: Rows per packed batch: keeps each payload far below Arrow's 2 GiB binary limit.

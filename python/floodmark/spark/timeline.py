@@ -85,7 +85,9 @@ class Timeline:
             asked for: the same as a DataFrame (``channel``, ``bucket``,
             ``channel_watermark``, ``watermark``), cached until :meth:`unpersist`.
         emissions: every channel's own output (``channel`` value, ``time``, ``kind``,
-            ``watermark``) when asked for and the table came to the driver.
+            ``watermark``) when asked for: all of it when the table came to the
+            driver, else compacted for the report's per-partition views
+            (:func:`floodmark.report.partition_views.compact_emissions`).
     """
 
     plan: WatermarkPlan
@@ -107,6 +109,13 @@ class Timeline:
         times = self.table.column("time").to_numpy(zero_copy_only=False)
         wms = self.table.column("watermark").to_numpy(zero_copy_only=False)
         return times[grew], wms[grew]
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """The first and last grid times (arrival ticks), None for no record."""
+        if self.first_bucket is None or self.last_bucket is None:
+            return None
+        return self.first_bucket * self.plan.interval, self.last_bucket * self.plan.interval
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The timeline as a DataFrame, times and watermarks in the input's types."""
@@ -426,23 +435,32 @@ def on_executors(
     """Stage 2 in one Spark task, over a large (cached) bucket table in arrival order:
     the driver gets the channel list, the timelines and the run's numbers; the
     per-(channel, bucket) channel watermarks stay on the executors."""
-    distinct = agg.select("channel").distinct().toArrow().column("channel")
-    channels, _ = channel_index(distinct)
+    from pyspark.sql import functions as F
+
+    from floodmark.report.partition_views import bin_edges, compact_emissions
+
+    ranges = agg.groupBy("channel").agg(F.min("bucket").alias("lo"), F.max("bucket").alias("hi"))
+    summary = ranges.toArrow()
+    channels, _ = channel_index(summary.column("channel"))
     interval, chosen = plan.interval, list(strategies)
+    first, last = pc.min(summary.column("lo")).as_py(), pc.max(summary.column("hi")).as_py()
+    edges = bin_edges(first * interval, last * interval)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         run = new_run(len(chosen))
         try:
-            for rows in run_builders(batches, channels, chosen, interval, run, probe=probe):
+            for rows in run_builders(
+                batches, channels, chosen, interval, run, keep_emissions=True, probe=probe
+            ):
                 if channel_watermarks:
                     kept = rows.select(["channel", "bucket", "channel_watermark", "watermark"])
                     yield from pack("buckets", kept)
-                yield from drain(run)
+                yield from drain(run, edges)
         except InvalidInputError as err:  # reported by the driver, naming the column
             error = {"column": getattr(err, "column", ""), "message": str(err)}
             yield from pack("error", pa.RecordBatch.from_pylist([error]))
             return
-        yield from drain(run)
+        yield from drain(run, edges)
         numbers = [
             {"strategy": j, **run.numbers(), "maybe_late": n} for j, n in enumerate(run.maybe_late)
         ]
@@ -465,15 +483,19 @@ def on_executors(
             if error["column"] == "arrival":
                 raise arrival_error(plan, error["message"])
             raise InvalidInputError(error["message"])
-        if kind == "timeline":
+        if kind in ("timeline", "emissions"):
             j = batch.column("strategy")[0].as_py()
-            run.timelines[j].append(batch.drop_columns(["strategy"]))
+            parts = run.timelines if kind == "timeline" else run.emissions
+            parts[j].append(batch.drop_columns(["strategy"]))
         elif kind == "stats":
             for n in batch.to_pylist():
                 j = n.pop("strategy")
                 run.maybe_late[j] = n.pop("maybe_late") or 0
                 for name, value in n.items():
                     setattr(run, name, value)
+    for j, parts in enumerate(run.emissions):  # compacted per chunk: once more, whole
+        if parts:
+            run.emissions[j] = compact_emissions(pa.Table.from_batches(parts), edges).to_batches()
     frame = unpacked(out, "buckets", bucket_schema(agg)) if channel_watermarks else None
     result = [
         timeline_of(plan, run, j, channels, probe, bucket_frame=frame if j == 0 else None)
@@ -484,14 +506,20 @@ def on_executors(
     return result
 
 
-def drain(run: Run) -> Iterator[pa.RecordBatch]:
-    """The timeline rows gathered so far, packed (tagged with their strategy)."""
-    for j, parts in enumerate(run.timelines):
-        for batch in parts:
-            if batch.num_rows:
+def drain(run: Run, edges: np.ndarray) -> Iterator[pa.RecordBatch]:
+    """The timeline rows gathered so far, and the channels' emissions compacted over the
+    bins ``edges``, packed (tagged with their strategy)."""
+    from floodmark.report.partition_views import compact_emissions
+
+    for kind, gathered in (("timeline", run.timelines), ("emissions", run.emissions)):
+        for j, parts in enumerate(gathered):
+            batches = [b for b in parts if b.num_rows]
+            if kind == "emissions" and batches:
+                batches = compact_emissions(pa.Table.from_batches(batches), edges).to_batches()
+            for batch in batches:
                 tag = pa.array(np.full(batch.num_rows, j, np.int64))
-                yield from pack("timeline", batch.append_column("strategy", tag))
-        parts.clear()
+                yield from pack(kind, batch.append_column("strategy", tag))
+            parts.clear()
 
 
 STATS_SCHEMA = pa.schema(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from floodmark import (
@@ -165,17 +166,40 @@ def test_the_executor_path_in_small_chunks_equals_one_chunk(
     assert chunked.equals(whole)
 
 
+def dense_stream(channels: int = 200, seconds: int = 300, seed: int = 5) -> pa.Table:
+    """Every channel sends a record every ~200 ms for ``seconds``; a tenth of them stop
+    half way (and go idle)."""
+    rng = np.random.default_rng(seed)
+    n = seconds * 5
+    part = np.repeat(np.arange(channels), n)
+    arrival = np.tile(np.arange(n) * 200, channels) + rng.integers(0, 200, channels * n)
+    event = arrival - rng.integers(0, 500, channels * n)
+    keep = ~((part % 10 == 3) & (arrival > seconds * 500))
+    return pa.table(
+        {
+            "partition": pa.array(part[keep], pa.int64()),
+            "event_time": pa.array(event[keep], pa.int64()),
+            "arrival": pa.array(arrival[keep], pa.int64()),
+            "key": pa.array(rng.integers(0, 40, int(keep.sum())), pa.int64()),
+        }
+    )
+
+
 def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
-    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch
+    spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On the executor path, every table the driver collects holds at most one row per
-    channel, per grid bucket, or the driver path's bounded probe: never the
-    per-(channel, bucket) table of this sparse 1,000-channel stream (~6,000 rows)."""
+    channel, per grid bucket or (the report's compacted emissions) per channel and
+    report bin plus idle marks: never the per-(channel, bucket) table of a stream
+    with 200 channels over 1,500 buckets (~280,000 rows)."""
+    from floodmark.report.partition_views import DEFAULT_BINS
     from floodmark.spark.packed import unpack_local
 
     limit = 50
     monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
     collected: list[int] = []
+    emitted: list[int] = []
+    stream = dense_stream()
     frame = spark.createDataFrame(stream)
     cls = type(frame)  # Spark's classic DataFrame, where toArrow is defined
     to_arrow = cls.toArrow
@@ -183,7 +207,8 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     def counting(self: Any) -> pa.Table:
         table = to_arrow(self)
         if "__fm_payload" in table.column_names:  # packed: count the rows inside
-            collected.append(sum(b.num_rows for _, b in unpack_local(table)))
+            for kind, batch in unpack_local(table):
+                (emitted if kind == "emissions" else collected).append(batch.num_rows)
         else:
             collected.append(table.num_rows)
         return table
@@ -200,15 +225,45 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     )
     monkeypatch.undo()
     tl = out.timeline
-    assert tl.first_bucket is not None and tl.last_bucket is not None
-    grid = tl.last_bucket - tl.first_bucket + 1
-    pairs = (
-        spark.createDataFrame(stream)
-        .selectExpr("partition", "ceil(arrival / 200) AS bucket")
-        .distinct()
-        .count()
-    )
-    assert pairs > 4 * max(grid, len(tl.channels))  # what the driver must not collect
-    assert collected
-    assert max(collected) <= max(grid, len(tl.channels), limit + 1), collected
+    assert tl.first_bucket is not None and tl.last_bucket is not None and tl.emissions is not None
+    grid, channels = tl.last_bucket - tl.first_bucket + 1, len(tl.channels)
+    pairs = frame.selectExpr("partition", "ceil(arrival / 200) AS bucket").distinct().count()
+    assert pairs > 100 * max(grid, channels)  # what the driver must not collect
+    assert collected and emitted
+    assert max(collected) <= max(grid, channels, limit + 1), collected
+    marks = tl.emissions.filter(pc.field("kind") != "watermark").num_rows
+    assert sum(emitted) <= channels * DEFAULT_BINS + marks < pairs / 4
     out.unpersist()
+
+
+def test_the_report_views_are_the_same_from_compacted_emissions(
+    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the executor path the channels' emissions come back compacted (the last
+    watermark of each bin, every idle/active mark); the report's per-partition views
+    of them equal those of every emission, which the driver path keeps."""
+    from floodmark.report.partition_views import partition_views
+
+    def views() -> tuple[Any, int]:
+        out = window_aggregate(
+            spark.createDataFrame(stream),
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key="key",
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+        )
+        tl = out.timeline
+        assert tl.emissions is not None
+        got = partition_views(tl.table, tl.emissions, span=tl.span)
+        out.unpersist()
+        return got, tl.emissions.num_rows
+
+    whole, all_rows = views()
+    monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
+    compacted, kept_rows = views()
+    assert kept_rows < all_rows / 2
+    for name in ("lag", "holding", "idle_spans"):
+        assert getattr(compacted, name).equals(getattr(whole, name)), name
+    assert whole.idle_spans.num_rows > 100
