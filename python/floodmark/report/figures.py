@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.time import I64_MIN, TICKS_PER_SECOND
+from floodmark.time import I64_MIN, TICKS_PER_SECOND, format_duration
 
 #: Most points drawn per line; longer series are thinned (the last point is kept).
 MAX_POINTS = 4_000
@@ -189,21 +189,6 @@ def partition_lag(emissions: pa.Table, event_unit: str, max_times: int = 20_000)
     return pa.table(
         {"channel": pa.array(list(series)), "lag_median_s": medians, "lag_max_s": maxima}
     )
-
-
-def format_duration(value: timedelta) -> str:
-    """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
-    micros = value // timedelta(microseconds=1)
-    for unit, size in (
-        ("d", 86_400_000_000),
-        ("h", 3_600_000_000),
-        ("m", 60_000_000),
-        ("s", 1_000_000),
-        ("ms", 1_000),
-    ):
-        if micros and micros % size == 0:
-            return f"{micros // size}{unit}"
-    return f"{micros}us" if micros else "0s"
 
 
 def label(value: Any) -> str:
