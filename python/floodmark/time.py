@@ -66,10 +66,19 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     return max(I64_MIN, min(I64_MAX, ticks))
 
 
-def from_ticks(ticks: int, unit: str) -> timedelta:
-    """Convert ticks of ``unit`` back to a ``timedelta`` (microsecond precision)."""
-    per_s = TICKS_PER_SECOND[check_unit(unit)]
-    return timedelta(microseconds=ticks * 1_000_000 / per_s)
+def format_duration(value: timedelta) -> str:
+    """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
+    micros = value // timedelta(microseconds=1)
+    for unit, size in (
+        ("d", 86_400_000_000),
+        ("h", 3_600_000_000),
+        ("m", 60_000_000),
+        ("s", 1_000_000),
+        ("ms", 1_000),
+    ):
+        if micros and micros % size == 0:
+            return f"{micros // size}{unit}"
+    return f"{micros}us" if micros else "0s"
 
 
-__all__ = ["Duration", "Unit", "check_unit", "from_ticks", "to_ticks"]
+__all__ = ["Duration", "Unit", "check_unit", "format_duration", "to_ticks"]

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND
+from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND, format_duration
 
 #: Most points drawn per line; longer series are thinned (the last point is kept).
 MAX_POINTS = 4_000
@@ -139,21 +139,6 @@ def delay_stats(delays: np.ndarray) -> DelayStats:
         return DelayStats(0, nan, nan, nan, nan)
     q = np.quantile(delays, [0.5, 0.9, 0.99])
     return DelayStats(len(delays), float(q[0]), float(q[1]), float(q[2]), float(delays.max()))
-
-
-def format_duration(value: timedelta) -> str:
-    """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
-    micros = value // timedelta(microseconds=1)
-    for unit, size in (
-        ("d", 86_400_000_000),
-        ("h", 3_600_000_000),
-        ("m", 60_000_000),
-        ("s", 1_000_000),
-        ("ms", 1_000),
-    ):
-        if micros and micros % size == 0:
-            return f"{micros // size}{unit}"
-    return f"{micros}us" if micros else "0s"
 
 
 def label(value: Any) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -161,16 +160,8 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
-def print_summary(inputs: ReportInputs, stream: Any = None) -> None:
-    """Print :func:`render_summary` to ``stream`` (stdout by default)."""
-    import sys
-
-    (stream or sys.stdout).write(render_summary(inputs))
-
-
 __all__ = [
     "partition_table",
-    "print_summary",
     "render_summary",
     "text_table",
     "totals",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from floodmark.cli_args import (
+from floodmark.cli.args import (
     infer_format,
     parse_agg,
     parse_duration,

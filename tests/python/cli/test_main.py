@@ -5,18 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_helpers import COLS, one_error_line
 
 from floodmark.cli import main
-
-COLS = ["--event-time", "ts", "--channel", "p", "--arrival", "a", "--key", "k"]
-
-
-def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("floodmark: error: ")
-    return lines[0]
 
 
 def test_help_fits_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,13 +74,13 @@ def test_missing_column_option(capsys: pytest.CaptureFixture[str]) -> None:
 def test_floodmark_errors_become_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from floodmark import cli_commands
+    from floodmark.cli import commands
     from floodmark.exceptions import SchemaError
 
-    def boom(args: object) -> int:
+    def boom(args: object, argv: object) -> int:
         raise SchemaError("invalid input `ts`: the DataFrame has no column 'ts'")
 
-    monkeypatch.setattr(cli_commands, "dispatch", boom)
+    monkeypatch.setattr(commands, "dispatch", boom)
     assert main(["demo", "--rows", "10"]) == 2
     assert "no column 'ts'" in one_error_line(capsys)
 

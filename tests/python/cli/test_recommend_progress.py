@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import math
+import shlex
 from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from floodmark.progress import QUIET_SPARK_CONF, Progress
+from floodmark.progress import QUIET_SPARK_CONF, SPARK_LOG, Progress
 from floodmark.report.recommend import recommend_bound
 
 S = timedelta(seconds=1)
@@ -84,5 +85,8 @@ def test_progress_lines() -> None:
     assert lines[0].startswith("[1/2] computing per-partition watermarks ... ")
     assert lines[0].endswith(" s") and "failed after" in lines[1]
     assert QUIET_SPARK_CONF["spark.ui.showConsoleProgress"] == "false"
-    log4j = QUIET_SPARK_CONF["spark.driver.extraJavaOptions"].split("=", 1)[1]
-    assert log4j.startswith("file:") and Path(log4j[5:]).is_file()
+    options = shlex.split(QUIET_SPARK_CONF["spark.driver.extraJavaOptions"])
+    log4j = next(o for o in options if o.startswith("-Dlog4j2.configurationFile="))
+    config = Path(log4j.split("=", 1)[1].removeprefix("file:"))
+    assert config.is_file() and "PythonGatewayServer" in config.read_text()
+    assert f"-Dfloodmark.spark.log={SPARK_LOG}" in options

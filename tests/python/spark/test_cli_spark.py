@@ -131,3 +131,42 @@ def test_analyze(
     out = capsys.readouterr().out
     assert "recommended" in out or "no bound meets" in out
     assert (tmp_path / "index.html").exists()
+
+
+NOISE = (
+    "Using incubator modules",
+    "Setting default log level",
+    "To adjust logging level",
+    "NativeCodeLoader",
+    "log4j",
+)
+
+
+def test_demo_terminal_output_is_floodmark_own(tmp_path: Path) -> None:
+    """A fresh JVM (a subprocess): none of the JVM's or Spark's start-up lines reach
+    the terminal, and the progress lines do."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "floodmark.cli",
+            "demo",
+            "--rows",
+            "20000",
+            "--output",
+            str(tmp_path / "demo"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    both = done.stdout + done.stderr
+    assert not [n for n in NOISE if n in both], both
+    assert "[1/" in done.stderr and "generating 20,000 rows" in done.stderr
+    assert "starting Spark" in done.stderr
+    assert "report:" in done.stdout

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from floodmark.report.figures import format_duration
+from floodmark.time import format_duration
 
 #: Duration suffixes and their length in microseconds.
 DURATION_UNITS: dict[str, int] = {
@@ -65,12 +65,29 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(microseconds=int(micros))
 
 
+def parse_positive_duration(text: str) -> timedelta:
+    """Parse a duration that must be longer than zero (an idle timeout, an emission
+    interval): as :func:`parse_duration`, and ``0s`` is refused."""
+    value = parse_duration(text)
+    if value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"duration {text!r} must be positive, e.g. 200ms or 1m")
+    return value
+
+
 def parse_duration_list(text: str) -> list[timedelta]:
     """Parse a comma-separated list of durations, e.g. ``"0s,1s,5s"`` (sorted, unique)."""
     parts = [p for p in text.split(",") if p.strip()]
     if not parts:
         raise argparse.ArgumentTypeError(f"{text!r} is empty; give durations like 0s,1s,5s")
     return sorted({parse_duration(p) for p in parts})
+
+
+def parse_positive_duration_list(text: str) -> list[timedelta]:
+    """As :func:`parse_duration_list`, each duration longer than zero (``30s,1m``)."""
+    values = parse_duration_list(text)
+    if values[0] <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"{text!r}: every duration must be positive, e.g. 30s,1m")
+    return values
 
 
 @dataclass(frozen=True)
@@ -227,12 +244,13 @@ __all__ = [
     "FORMATS",
     "Agg",
     "WindowSpec",
-    "format_duration",
     "infer_format",
     "parse_agg",
     "parse_duration",
     "parse_duration_list",
     "parse_fraction",
+    "parse_positive_duration",
+    "parse_positive_duration_list",
     "parse_window",
     "positive_int",
     "resolve_aggs",

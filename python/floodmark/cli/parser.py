@@ -1,27 +1,28 @@
-"""The ``floodmark`` command: ``demo``, ``run`` and ``analyze``.
+"""The ``floodmark`` argument parser: ``demo``, ``run`` and ``analyze``.
 
-Argument handling only; the work is in :mod:`floodmark.cli_commands` (which starts
-Spark). Every user error ends with exit code 2 and one line
-``floodmark: error: <what is wrong and how to fix it>``.
+Parsing only: it imports the option-value parsers of :mod:`floodmark.cli.args` and
+nothing that starts Spark or draws charts, so ``floodmark --help`` and argument errors
+are instant.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import NoReturn
 
-from floodmark.cli_args import (
+from floodmark.cli.args import (
     FORMATS,
     parse_agg,
     parse_duration,
     parse_duration_list,
     parse_fraction,
+    parse_positive_duration,
+    parse_positive_duration_list,
     parse_window,
     positive_int,
 )
+from floodmark.cli.errors import UsageError
 
 EPILOG = """\
 examples:
@@ -37,11 +38,13 @@ examples:
 durations: 1500us, 200ms, 5s, 1.5s, 1m, 1h   windows: tumbling:10s,
 sliding:10s,2s, session:5s   aggregates: count, FUNCTION:COLUMN with FUNCTION
 one of sum, min, max, mean, first, last
+
+outputs: written into a hidden staging folder inside --output and moved into
+place at the end; --output/_FLOODMARK says which command wrote them and
+"complete": true once they are all in place (an interrupted or failed run
+leaves the previous outputs as they were). A non-empty folder without
+_FLOODMARK is refused unless --overwrite.
 """
-
-
-class UsageError(Exception):
-    """A user error: printed as one ``floodmark: error:`` line, exit code 2."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -87,11 +90,40 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     g.add_argument(
         "--arrival-unit",
         choices=("s", "ms", "us", "ns"),
-        default="ms",
-        help="unit of an integer arrival column (default: ms)",
+        help="unit of an integer --arrival column (default: ms)",
     )
     g.add_argument(
         "--format", choices=FORMATS, help="input format (default: from the file extension)"
+    )
+
+
+def _emission_and_window(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument(
+        "--emit-interval",
+        type=parse_positive_duration,
+        default=timedelta(milliseconds=200),
+        help="watermark emission interval (default: 200ms)",
+    )
+    p.add_argument(
+        "--window",
+        type=parse_window,
+        default=parse_window("tumbling:10s"),
+        help="tumbling:SIZE, sliding:SIZE,SLIDE or session:GAP (default: tumbling:10s)",
+    )
+
+
+def _output(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument(
+        "--output",
+        default=default,
+        metavar="DIR",
+        help=f"output folder (default: ./{default}); written whole or not at all",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into --output even if it holds files floodmark did not write "
+        "(floodmark's own outputs in it are replaced, other files are kept)",
     )
 
 
@@ -125,12 +157,7 @@ def build_parser() -> Parser:
     demo.add_argument(
         "--rows", type=positive_int, default=1_000_000, help="rows to generate (default: 1,000,000)"
     )
-    demo.add_argument(
-        "--output",
-        default="floodmark-demo",
-        metavar="DIR",
-        help="output folder (default: ./floodmark-demo)",
-    )
+    _output(demo, "floodmark-demo")
     _spark(demo)
 
     run = sub.add_parser(
@@ -153,22 +180,11 @@ def build_parser() -> Parser:
     )
     w.add_argument(
         "--idle",
-        type=parse_duration,
+        type=parse_positive_duration,
         default=None,
         help="idle timeout of a channel (default: none)",
     )
-    w.add_argument(
-        "--emit-interval",
-        type=parse_duration,
-        default=timedelta(milliseconds=200),
-        help="watermark emission interval (default: 200ms)",
-    )
-    w.add_argument(
-        "--window",
-        type=parse_window,
-        default=parse_window("tumbling:10s"),
-        help="tumbling:SIZE, sliding:SIZE,SLIDE or session:GAP (default: tumbling:10s)",
-    )
+    _emission_and_window(w)
     w.add_argument(
         "--agg",
         type=parse_agg,
@@ -182,12 +198,7 @@ def build_parser() -> Parser:
         default=timedelta(0),
         help="keep fired windows this long for late re-fires (default: 0s)",
     )
-    run.add_argument(
-        "--output",
-        default="floodmark-output",
-        metavar="DIR",
-        help="output folder (default: ./floodmark-output)",
-    )
+    _output(run, "floodmark-output")
     _spark(run)
 
     an = sub.add_parser(
@@ -210,15 +221,9 @@ def build_parser() -> Parser:
     )
     an.add_argument(
         "--idle",
-        type=parse_duration_list,
+        type=parse_positive_duration_list,
         default=None,
         help="idle timeouts to try, e.g. 30s,1m (default: none)",
-    )
-    an.add_argument(
-        "--emit-interval",
-        type=parse_duration,
-        default=timedelta(milliseconds=200),
-        help="watermark emission interval (default: 200ms)",
     )
     an.add_argument(
         "--max-late",
@@ -226,56 +231,10 @@ def build_parser() -> Parser:
         default=0.01,
         help="acceptable late fraction, e.g. 0.01 or 1%% (default: 0.01)",
     )
-    an.add_argument(
-        "--window",
-        type=parse_window,
-        default=parse_window("tumbling:10s"),
-        help="window (default: tumbling:10s)",
-    )
-    an.add_argument(
-        "--output",
-        default="floodmark-analysis",
-        metavar="DIR",
-        help="output folder (default: ./floodmark-analysis)",
-    )
+    _emission_and_window(an)
+    _output(an, "floodmark-analysis")
     _spark(an)
     return parser
 
 
-def fail(message: str) -> int:
-    """Print the one error line and return exit code 2."""
-    sys.stderr.write(f"floodmark: error: {message}\n")
-    return 2
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``floodmark`` command.
-
-    Args:
-        argv: the arguments (default: ``sys.argv[1:]``).
-
-    Returns:
-        The exit code: 0 on success, 2 on a user error (one line on stderr).
-    """
-    from floodmark.exceptions import FloodmarkError
-
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as err:
-        return fail(str(err))
-    except SystemExit as err:  # --help
-        return int(err.code or 0)
-    from floodmark import cli_commands
-
-    try:
-        return cli_commands.dispatch(args)
-    except (UsageError, FloodmarkError) as err:
-        return fail(str(err))
-    except KeyboardInterrupt:
-        sys.stderr.write("floodmark: interrupted\n")
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["EPILOG", "Parser", "build_parser"]

@@ -1,0 +1,173 @@
+"""Input and output errors found before Spark starts: one ``floodmark: error:`` line,
+exit code 2, the flag named; and argument parsing stays light (no Spark, no report)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cli_helpers import COLS, one_error_line
+
+from floodmark.cli import main
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Path:
+    path = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"ts": [1, 2], "p": [0, 1], "a": [1, 2], "k": [1, 1]}), path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every error here is found before Spark starts: starting it fails the test."""
+    import floodmark.spark
+    import floodmark.spark.session
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(floodmark.spark, "local_session", refuse)
+    monkeypatch.setattr(floodmark.spark.session, "local_session", refuse)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--idle", "0s"], "--idle"),
+        (["--emit-interval", "0s"], "--emit-interval"),
+    ],
+)
+def test_zero_durations_refused_at_parsing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], flag: str
+) -> None:
+    # The input does not exist: the duration is refused first, while parsing.
+    assert main(["run", str(tmp_path / "missing.parquet"), *COLS, *argv]) == 2
+    line = one_error_line(capsys)
+    assert flag in line and "positive" in line
+    assert main(["analyze", str(tmp_path / "missing.parquet"), *COLS, *argv]) == 2
+    line = one_error_line(capsys)
+    assert flag in line and "positive" in line
+
+
+def test_zero_idle_in_a_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["analyze", str(tmp_path / "m.parquet"), *COLS, "--idle", "30s,0s"]) == 2
+    assert "--idle" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("content", [b"", b"PAR1\x00\x00garbage"], ids=["empty", "garbage"])
+def test_unreadable_parquet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes
+) -> None:
+    data = tmp_path / "e.parquet"
+    data.write_bytes(content)
+    assert main(["run", str(data), *COLS, "--output", str(tmp_path / "out")]) == 2
+    line = one_error_line(capsys)
+    assert "e.parquet" in line and "Parquet" in line
+
+
+def test_truncated_parquet(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
+) -> None:
+    whole = events.read_bytes()
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    pq.write_table(pq.read_table(events), folder / "part-0.parquet")
+    (folder / "part-1.parquet").write_bytes(whole[: len(whole) // 2])
+    assert main(["analyze", str(folder), *COLS, "--output", str(tmp_path / "out")]) == 2
+    line = one_error_line(capsys)
+    assert "part-1.parquet" in line and "Parquet" in line
+
+
+def test_output_is_the_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
+) -> None:
+    before = events.read_bytes()
+    assert main(["run", str(events), *COLS, "--output", str(events)]) == 2
+    assert "--output" in one_error_line(capsys)
+    assert events.read_bytes() == before
+
+
+def test_output_inside_or_around_the_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(pq.read_table(events), folder / "part-0.parquet")
+    assert main(["run", str(folder), *COLS, "--output", str(folder / "out")]) == 2
+    assert "--output" in one_error_line(capsys)
+    assert main(["run", str(folder), *COLS, "--output", str(tmp_path)]) == 2
+    assert "--output" in one_error_line(capsys)
+    assert not (folder / "out").exists()
+
+
+def test_unwritable_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["run", str(events), *COLS, "--output", str(blocker / "out")]) == 2
+    line = one_error_line(capsys)
+    assert "--output" in line and "a-file" in line
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_read_only_output(capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert main(["run", str(events), *COLS, "--output", str(locked / "out")]) == 2
+        assert "--output" in one_error_line(capsys)
+    finally:
+        locked.chmod(0o700)
+
+
+def test_foreign_folder_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
+) -> None:
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    mine = out / "results" / "mine.txt"
+    mine.write_text("my own notes")
+    assert main(["run", str(events), *COLS, "--output", str(out)]) == 2
+    line = one_error_line(capsys)
+    assert "--overwrite" in line and str(out) in line
+    assert mine.read_text() == "my own notes"
+    assert sorted(p.name for p in out.iterdir()) == ["results"]
+
+
+def test_arrival_unit_needs_arrival(capsys: pytest.CaptureFixture[str], events: Path) -> None:
+    cols = ["--event-time", "ts", "--channel", "p", "--key", "k"]
+    assert main(["run", str(events), *cols, "--arrival-unit", "s"]) == 2
+    line = one_error_line(capsys)
+    assert "--arrival-unit" in line and "--arrival" in line
+
+
+def test_parsing_loads_neither_spark_nor_the_report(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from floodmark.cli import main\n"
+        f"assert main(['run', {str(tmp_path / 'missing.parquet')!r}, '--event-time', 't',"
+        " '--channel', 'c', '--key', 'k']) == 2\n"
+        "assert main(['run', '--help']) == 0\n"
+        "loaded = [m for m in ('pyspark', 'floodmark.report', 'matplotlib') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_python_m_floodmark_cli() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "floodmark.cli", "run", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--overwrite" in done.stdout
