@@ -183,7 +183,7 @@ proptest! {
             }
             for (c, idle) in went_idle.iter().enumerate() {
                 if !idle {
-                    prop_assert!(b.watermark() <= b.channel_watermark(c).unwrap());
+                    prop_assert!(b.watermark() <= b.channel_status(c).unwrap().0);
                 }
             }
             prop_assert!(v.last().unwrap().combined <= b.watermark());

@@ -265,6 +265,17 @@ class TimelineBuilder:
         """
         self._inner.restore(data)
 
+    def channel_status(self, channel: int) -> tuple[int, bool]:
+        """Channel ``channel``'s watermark so far (``-2**63``: none) and whether it is
+        idle."""
+        return self._inner.channel_status(channel)
+
+    @property
+    def min_channel(self) -> int | None:
+        """The index of the channel holding the combined watermark back (the lowest
+        aligned one), or None when no channel is aligned."""
+        return self._inner.min_channel
+
     @property
     def num_channels(self) -> int:
         """The number of channels."""

@@ -267,12 +267,24 @@ impl TimelineBuilder {
         self.last
     }
 
-    /// The channel `c`'s output watermark so far (`MIN`: none), periodic builders only.
-    pub fn channel_watermark(&self, c: usize) -> Option<i64> {
+    /// Channel `c`'s output so far: its watermark (`MIN`: none) and whether it is idle.
+    pub fn channel_status(&self, c: usize) -> Option<(i64, bool)> {
         match &self.source {
-            Source::Periodic { channels, .. } => channels.get(c).map(|ch| ch.output.watermark()),
-            Source::Emissions { .. } => self.combiner.valve().channel(c as i64).ok().map(|x| x.0),
+            Source::Periodic { channels, .. } => channels
+                .get(c)
+                .map(|ch| (ch.output.watermark(), ch.output.is_idle())),
+            Source::Emissions { .. } => self
+                .combiner
+                .valve()
+                .channel(c as i64)
+                .ok()
+                .map(|(w, idle, _)| (w, idle)),
         }
+    }
+
+    /// The channel holding the combined watermark back (the lowest aligned one), if any.
+    pub fn min_channel(&self) -> Option<usize> {
+        self.combiner.valve().min_channel()
     }
 
     /// The timeline rows emitted since the last call.

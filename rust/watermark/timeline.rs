@@ -277,7 +277,11 @@ mod tests {
         // Time 30 changes nothing in the end; at 40 the all-idle flush and idle.
         assert_eq!(
             got,
-            vec![(10, 10, false, true), (20, 25, false, true), (40, 30, true, true)]
+            vec![
+                (10, 10, false, true),
+                (20, 25, false, true),
+                (40, 30, true, true)
+            ]
         );
     }
 }

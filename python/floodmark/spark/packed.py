@@ -38,6 +38,7 @@ KINDS = {
     "buckets": 5,
     "error": 6,
     "emissions": 7,
+    "operators": 8,
 }
 _NAMES = {code: name for name, code in KINDS.items()}
 #: Rows per packed batch: keeps each payload far below Arrow's 2 GiB binary limit.

@@ -199,6 +199,23 @@ impl PyTimelineBuilder {
         Ok(())
     }
 
+    /// Channel `c`'s watermark so far (`MIN`: none) and whether it is idle.
+    fn channel_status(&self, c: usize) -> PyResult<(i64, bool)> {
+        self.inner.channel_status(c).ok_or_else(|| {
+            Error::param(
+                "channel",
+                format!("{c} is not in 0..{}", self.inner.num_channels()),
+            )
+            .into()
+        })
+    }
+
+    /// The channel holding the combined watermark back, if any.
+    #[getter]
+    fn min_channel(&self) -> Option<usize> {
+        self.inner.min_channel()
+    }
+
     #[getter]
     fn num_channels(&self) -> usize {
         self.inner.num_channels()

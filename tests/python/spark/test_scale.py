@@ -237,12 +237,14 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
 
 
 def test_the_report_views_are_the_same_from_compacted_emissions(
-    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch
+    spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On the executor path the channels' emissions come back compacted (the last
     watermark of each bin, every idle/active mark); the report's per-partition views
     of them equal those of every emission, which the driver path keeps."""
     from floodmark.report.partition_views import partition_views
+
+    stream = dense_stream()
 
     def views() -> tuple[Any, int]:
         out = window_aggregate(
@@ -266,4 +268,4 @@ def test_the_report_views_are_the_same_from_compacted_emissions(
     assert kept_rows < all_rows / 2
     for name in ("lag", "holding", "idle_spans"):
         assert getattr(compacted, name).equals(getattr(whole, name)), name
-    assert whole.idle_spans.num_rows > 100
+    assert whole.idle_spans.num_rows >= 20  # the channels that stop half way

@@ -27,7 +27,7 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
-from floodmark.spark.plan import make_plan
+from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.spark.windows.keyed import keyed_outputs
 from floodmark.spark.windows.native import candidate, late_probe, native_outputs
@@ -141,29 +141,7 @@ def window_aggregate(
     # The row-ordered input (no arrival column) stays cached for the outputs, unless
     # this fails; WindowedOutput.unpersist() releases it.
     with ordered_input_released(df, arrival):
-        keys = column_names(key, "key")
-        if not keys:
-            raise InvalidParameterError("invalid parameter `key`: give at least one key column")
-        for k in keys:
-            key_column(df, k, "key")
-        parsed = parse_aggs(aggs)
-        values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
-        lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
-        if lateness < 0:
-            raise InvalidParameterError(
-                f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
-            )
-        plan = WindowPlan(
-            wm_plan,
-            window,
-            keys,
-            values,
-            parsed,
-            lateness,
-            send_channel=channel not in keys and channel not in values,
-        )
-        check_window(window, wm_plan.event_time.unit)
-        check_output_names(plan, df.columns, name_key(df))
+        plan = make_window_plan(df, wm_plan, window, key, aggs, allowed_lateness)
         if num_partitions is not None:
             num_partitions = positive_int(num_partitions, "num_partitions")
 
@@ -203,6 +181,43 @@ def window_aggregate(
             cached=keyed.cached,
             ordered_input=df if arrival is None else None,
         )
+
+
+def make_window_plan(
+    df: DataFrame,
+    wm_plan: WatermarkPlan,
+    window: Any,
+    key: str | Sequence[str],
+    aggs: Sequence[str | tuple[str, str]],
+    allowed_lateness: Duration,
+) -> WindowPlan:
+    """The window stage's arguments checked against ``df``'s schema (before any job)
+    and resolved; shared by :func:`window_aggregate` and the streaming handler."""
+    keys = column_names(key, "key")
+    if not keys:
+        raise InvalidParameterError("invalid parameter `key`: give at least one key column")
+    for k in keys:
+        key_column(df, k, "key")
+    parsed = parse_aggs(aggs)
+    values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
+    lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
+    if lateness < 0:
+        raise InvalidParameterError(
+            f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
+        )
+    channel = wm_plan.channel
+    plan = WindowPlan(
+        wm_plan,
+        window,
+        keys,
+        values,
+        parsed,
+        lateness,
+        send_channel=channel not in keys and channel not in values,
+    )
+    check_window(window, wm_plan.event_time.unit)
+    check_output_names(plan, df.columns, name_key(df))
+    return plan
 
 
 def check_window(window: Any, unit: str) -> None:
@@ -295,4 +310,4 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
             seen[key(name)] = name
 
 
-__all__ = ["WindowedOutput", "window_aggregate"]
+__all__ = ["WindowedOutput", "make_window_plan", "results_frame", "window_aggregate"]

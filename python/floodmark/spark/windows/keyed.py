@@ -137,6 +137,59 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.record_batch(cols, schema=schema)
 
 
+class Feeder:
+    """Feeds one keyed operator its records, in arrival order, batch after batch, with
+    the timeline's advances ``(times, watermarks)`` placed between them: an advance at
+    time ``t`` comes after every record with ``arrival <= t`` and before any later one
+    (so an advance at a batch's last arrival waits: the next batch may hold more
+    records of that time)."""
+
+    def __init__(self, op: Any, times: np.ndarray, wms: np.ndarray) -> None:
+        self.op, self.times, self.wms, self.next = op, times, wms, 0
+
+    def feed(self, batch: pa.RecordBatch) -> Any:
+        """The operator's output for ``batch`` (with its ``ARRIVAL`` column in ticks)."""
+        arr = batch.column(ARRIVAL).to_numpy()
+        j, times = self.next, self.times
+        hi = int(np.searchsorted(times, arr[-1], side="left"))
+        pos = np.searchsorted(arr, times[j:hi], side="right").astype(np.int64)
+        self.next = hi
+        return self.op.process(
+            batch, {"position": pos, "watermark": self.wms[j:hi], "time": times[j:hi]}
+        )
+
+    def rest(self) -> list[Any]:
+        """The operator's outputs for the advances after the last record."""
+        outs = [
+            self.op.advance(int(w), int(t))
+            for t, w in zip(self.times[self.next :], self.wms[self.next :], strict=True)
+        ]
+        self.next = len(self.times)
+        return outs
+
+
+def new_operator(plan: WindowPlan) -> Any:
+    """The keyed Rust window operator of the plan, over the sent columns."""
+    from floodmark.windows import WindowOperator
+
+    return WindowOperator(
+        plan.window,
+        key=plan.keys,
+        event_time=TS,
+        aggs=plan.aggs,
+        allowed_lateness=plan.lateness,
+        unit=plan.wm.event_time.unit,
+        arrival=ARRIVAL,
+    )
+
+
+def packed_outputs(out: Any, schemas: Mapping[str, pa.Schema]) -> Iterator[pa.RecordBatch]:
+    """An operator output's three parts, packed in their output schemas."""
+    for kind, b in (("result", out.results), ("late", out.late), ("dropped", out.dropped)):
+        if b.num_rows:
+            yield from pack(kind, conform(b, schemas[kind]))
+
+
 def make_runner(
     plan: WindowPlan,
     times: np.ndarray,
@@ -145,53 +198,22 @@ def make_runner(
     names: Sequence[str],
 ) -> Any:
     """The function each partition runs: records in arrival order through one keyed
-    Rust window operator, timeline advances interleaved by arrival time. The batches
-    come with positional column names; ``names`` are the real ones."""
-    window, keys, aggs, lateness, unit = (
-        plan.window,
-        plan.keys,
-        plan.aggs,
-        plan.lateness,
-        (plan.wm.event_time.unit),
-    )
+    Rust window operator, timeline advances interleaved by arrival time, then the end
+    of input. The batches come with positional column names; ``names`` are the real
+    ones."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from floodmark.windows import WindowOperator
-
-        op = WindowOperator(
-            window,
-            key=keys,
-            event_time=TS,
-            aggs=aggs,
-            allowed_lateness=lateness,
-            unit=unit,
-            arrival=ARRIVAL,
-        )
-        j, empty = 0, None
-
-        def emit(out: Any) -> Iterator[pa.RecordBatch]:
-            for kind, b in (("result", out.results), ("late", out.late), ("dropped", out.dropped)):
-                if b.num_rows:
-                    yield from pack(kind, conform(b, schemas[kind]))
-
+        feeder = Feeder(new_operator(plan), times, wms)
+        seen = False
         for b in batches:
-            b = b.rename_columns(names)
-            if b.num_rows == 0:
-                continue
-            empty = b.slice(0, 0)
-            arr = b.column(ARRIVAL).to_numpy()
-            hi = int(np.searchsorted(times, arr[-1], side="left"))
-            pos = np.searchsorted(arr, times[j:hi], side="right").astype(np.int64)
-            adv = {"position": pos, "watermark": wms[j:hi], "time": times[j:hi]}
-            yield from emit(op.process(b, adv))
-            j = hi
-        if empty is None:
+            if b.num_rows:
+                seen = True
+                yield from packed_outputs(feeder.feed(b.rename_columns(names)), schemas)
+        if not seen:
             return
-        if j < len(times):
-            n = len(times) - j
-            adv = {"position": np.zeros(n, np.int64), "watermark": wms[j:], "time": times[j:]}
-            yield from emit(op.process(empty, adv))
-        yield from emit(op.finish())
+        for out in feeder.rest():
+            yield from packed_outputs(out, schemas)
+        yield from packed_outputs(feeder.op.finish(), schemas)
 
     return run
 
@@ -206,4 +228,11 @@ def default_partitions(spark: SparkSession) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
 
 
-__all__ = ["KeyedRun", "default_partitions", "keyed_outputs"]
+__all__ = [
+    "Feeder",
+    "KeyedRun",
+    "default_partitions",
+    "keyed_outputs",
+    "new_operator",
+    "packed_outputs",
+]

@@ -1,0 +1,219 @@
+"""The watermark stages of one micro-batch: the frontier, the rows held back, the
+timeline builder carried from batch to batch.
+
+**The frontier** ``F_b`` is the arrival time up to which every channel is taken to be
+complete after batch ``b``: with every Kafka partition read to its latest offset each
+batch and the broker's ``LogAppendTime`` as arrival, a partition has no record left to
+come with an arrival at or before the latest arrival seen, give or take the clocks of
+the brokers. So ``F_b`` is the latest arrival seen so far minus ``allowance`` (the skew
+allowed between partitions: broker clocks, or partitions read behind others by a
+per-trigger limit), rounded down to the emission grid, and never decreasing. Rows with
+``arrival <= F_b`` are processed in batch ``b``; later ones wait in the state
+(**pending**) for a later batch. A row that comes with an arrival at or before the
+previous frontier ``F_{b-1}`` (a partition read late) would be behind emissions already
+made: it is **re-stamped** to ``F_{b-1} + 1`` (processed with the first grid time after
+the old frontier) and counted, never lost.
+
+**The timeline** is the batch pipeline's: :class:`floodmark.timeline.TimelineBuilder`,
+restored from the previous batch's snapshot, is given the batch's per-(channel, bucket)
+rows up to the frontier and advanced to it; its timeline rows of the batch are the
+segment ``(F_{b-1}, F_b]`` of the whole stream's. A channel first seen in a later batch
+joins the valve then (:meth:`TimelineBuilder.insert_channel`, as Flink registers a new
+split). The driver holds the batch's per-(channel, bucket) rows: bounded by the batch's
+size (use the source's per-trigger limit to bound it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from floodmark.spark.columns import quote
+from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.timeline import TimelineBuilder
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: The hidden columns a batch's rows carry: event time and (re-stamped) arrival in ticks.
+TS, ARRIVAL, RESTAMPED = "__fm_st_ts", "__fm_st_arrival", "__fm_st_restamped"
+
+
+@dataclass
+class EngineState:
+    """What the watermark stages carry from one batch to the next (JSON + the builder
+    snapshot)."""
+
+    channels: list[Any] = dataclasses.field(default_factory=list)
+    frontier: int | None = None
+    max_arrival: int | None = None
+    restamped: int = 0
+    late: int = 0
+    dropped: int = 0
+    builder: bytes | None = None
+
+    def to_json(self) -> bytes:
+        fields = dataclasses.asdict(self)
+        fields.pop("builder")
+        return json.dumps(fields, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, builder: bytes | None) -> EngineState:
+        return cls(**json.loads(data), builder=builder)
+
+
+@dataclass
+class Segment:
+    """One batch's part of the watermark stages.
+
+    Attributes:
+        state: the state after the batch.
+        previous: the frontier before the batch (None at first).
+        buckets: the batch's processed ``(channel, bucket)`` rows with their
+            ``channel_watermark`` and ``watermark`` in force.
+        timeline: the combined timeline's rows of the batch (``time``, ``watermark``,
+            ``status``, ``min_channel`` as a channel value, ``advance``).
+        restamped: rows of this batch re-stamped to the previous frontier.
+        watermark: the combined watermark at the frontier (``MIN``: none yet).
+        min_channel: the channel value holding the combined watermark back at the
+            frontier (None when none is aligned).
+        idle: the channel values idle at the frontier.
+    """
+
+    state: EngineState
+    previous: int | None
+    buckets: pa.Table
+    timeline: pa.Table
+    restamped: int
+    watermark: int
+    min_channel: Any
+    idle: list[Any]
+
+    def advances(self) -> tuple[np.ndarray, np.ndarray]:
+        grew = self.timeline.column("advance").to_numpy(zero_copy_only=False)
+        times = self.timeline.column("time").to_numpy(zero_copy_only=False)
+        wms = self.timeline.column("watermark").to_numpy(zero_copy_only=False)
+        return times[grew], wms[grew]
+
+
+def with_ticks(df: DataFrame, plan: WatermarkPlan, frontier: int | None) -> DataFrame:
+    """``df``'s placeable rows with their event time and arrival in ticks, the arrival
+    re-stamped past ``frontier`` (the previous one) and flagged."""
+    from pyspark.sql import functions as F
+
+    arrival = plan.arrival.ticks()
+    if frontier is None:
+        stamped: Column = arrival
+        behind: Column = F.lit(False)
+    else:
+        stamped = F.greatest(arrival, F.lit(frontier + 1))
+        behind = arrival <= F.lit(frontier)
+    return df.where(valid_rows(plan)).select(
+        "*",
+        plan.event_time.ticks().alias(TS),
+        stamped.alias(ARRIVAL),
+        behind.alias(RESTAMPED),
+    )
+
+
+def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
+    """The batch's per-(channel, bucket) rows: ``channel``, ``bucket``, ``arrival``
+    (the latest), ``max_ts``, ``rows``, ``restamped``."""
+    from pyspark.sql import functions as F
+
+    return (
+        rows.groupBy(
+            F.col(quote(plan.channel)).alias("channel"), plan.bucket(ARRIVAL).alias("bucket")
+        )
+        .agg(
+            F.max(ARRIVAL).alias("arrival"),
+            F.max(TS).alias("max_ts"),
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col(RESTAMPED).cast("long")).alias("restamped"),
+        )
+        .toArrow()
+    )
+
+
+def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance: int) -> Segment:
+    """Runs the batch's per-(channel, bucket) rows ``table`` up to the new frontier."""
+    interval = plan.interval
+    latest = pc.max(table.column("arrival")).as_py() if table.num_rows else None
+    candidates = [a for a in (state.max_arrival, latest) if a is not None]
+    max_arrival = max(candidates) if candidates else None
+    frontier = state.frontier
+    if max_arrival is not None:
+        reached = ((max_arrival - allowance) // interval) * interval
+        frontier = reached if frontier is None else max(frontier, reached)
+    channels = list(state.channels)
+    builder = TimelineBuilder(plan.strategy, len(channels), emit_interval=interval)
+    if state.builder is not None:
+        builder.restore(state.builder)
+    for value in sorted(set(table.column("channel").to_pylist()) - set(channels)):
+        at = bisect.bisect_left(channels, value)
+        channels.insert(at, value)
+        builder.insert_channel(at)
+    kind = table.schema.field("channel").type if table.num_rows else pa.null()
+    values = pa.array(channels, type=None if kind == pa.null() else kind)
+    done = (
+        table.filter(pc.less_equal(table.column("arrival"), frontier))
+        if frontier is not None
+        else table.slice(0, 0)
+    )
+    done = done.sort_by([("bucket", "ascending"), ("channel", "ascending")])
+    found = builder.push(
+        pc.index_in(done.column("channel"), value_set=values),
+        done.column("arrival"),
+        done.column("max_ts"),
+    )
+    if frontier is not None:
+        builder.advance_to(frontier // interval)
+    tl = builder.take_timeline()
+    timeline = pa.table(
+        {
+            "time": tl.column("time"),
+            "watermark": tl.column("watermark"),
+            "status": tl.column("status"),
+            "min_channel": values.take(tl.column("min_channel")),
+            "advance": tl.column("advance"),
+        }
+    )
+    buckets = pa.table(
+        {
+            "channel": done.column("channel"),
+            "bucket": done.column("bucket"),
+            "channel_watermark": found.channel_watermark,
+            "watermark": found.watermark,
+        }
+    )
+    restamped = int(pc.sum(table.column("restamped")).as_py() or 0) if table.num_rows else 0
+    holder = builder.min_channel
+    idle = [channels[c] for c in range(len(channels)) if builder.channel_status(c)[1]]
+    new = dataclasses.replace(
+        state,
+        channels=channels,
+        frontier=frontier,
+        max_arrival=max_arrival,
+        restamped=state.restamped + restamped,
+        builder=builder.snapshot(),
+    )
+    return Segment(
+        new,
+        state.frontier,
+        buckets,
+        timeline,
+        restamped,
+        builder.watermark,
+        None if holder is None else channels[holder],
+        idle,
+    )
+
+
+__all__ = ["ARRIVAL", "TS", "EngineState", "Segment", "advance", "bucket_rows", "with_ticks"]

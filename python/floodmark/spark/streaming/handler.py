@@ -1,0 +1,283 @@
+"""The ``foreachBatch`` protocol every streaming handler follows (see :mod:`.state`).
+
+Per micro-batch ``b``:
+
+1. Check the columns (the plan, as the batch functions check them: before any job) and
+   the state location's identity (this query, this configuration).
+2. If floodmark's marker for ``b`` exists, Spark is running a committed batch again
+   (it crashed after the marker, before its own commit): publish the staged outputs if
+   that was not done, and return.
+3. Restore the state of the newest committed batch before ``b``; the input is the
+   batch's rows plus the rows held back behind the previous frontier (persisted for the
+   batch's duration).
+4. The handler's work (:meth:`BatchHandler.run`): the watermark stages up to the new
+   frontier, its outputs written through the sink, its new state written to
+   ``versions/b``.
+5. The marker, last; then the staged outputs are published and old versions pruned.
+
+A crash anywhere before the marker re-runs ``b`` from ``b-1``'s state, computing the
+same outputs, which replace the partial ones; after it, the re-run only publishes.
+``FLOODMARK_KILL_AT`` (``point:batch``, e.g. ``after_outputs:3``) kills the process at a
+named point: the crash-safety tests use it (no effect when unset).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.call_sites import without_call_sites
+from floodmark.spark.plan import WatermarkPlan, make_plan
+from floodmark.spark.streaming.frontier import ARRIVAL, EngineState
+from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
+from floodmark.spark.streaming.state import StateStore
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration, to_ticks
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: The points ``FLOODMARK_KILL_AT`` can name, in the order a batch passes them.
+KILL_POINTS = (
+    "start",
+    "after_timeline",
+    "after_outputs",
+    "after_state",
+    "after_marker",
+    "before_spark_commit",
+)
+
+
+@dataclass
+class BatchResult:
+    """What one batch's work leaves: its progress summary and the sink kinds it wrote."""
+
+    summary: dict[str, Any]
+    kinds: list[str] = field(default_factory=list)
+
+
+class BatchHandler(ABC):
+    """The common part of the streaming handlers: the commit protocol, the state, the
+    progress. Subclasses implement :meth:`run` and :meth:`settings`."""
+
+    def __init__(
+        self,
+        strategy: WatermarkStrategy,
+        *,
+        channel: str,
+        arrival: str,
+        event_time: str | None,
+        state_location: str,
+        outputs: Any,
+        emit_interval: Duration,
+        event_time_unit: str | None,
+        arrival_unit: str | None,
+        allowance: Duration,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+    ) -> None:
+        if not isinstance(strategy, WatermarkStrategy):
+            raise InvalidParameterError(
+                "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
+                f"got {type(strategy).__name__}"
+            )
+        for parameter, value in (("channel", channel), ("arrival", arrival)):
+            if not isinstance(value, str) or not value:
+                raise InvalidParameterError(
+                    f"invalid parameter `{parameter}`: expected a column name, got {value!r} "
+                    "(a live query needs an arrival column: the Kafka record timestamp)"
+                )
+        if not isinstance(state_location, str) or not state_location:
+            raise InvalidParameterError(
+                "invalid parameter `state_location`: expected a folder path (next to the "
+                f"query's checkpoint), got {state_location!r}"
+            )
+        if on_progress is not None and not callable(on_progress):
+            raise InvalidParameterError(
+                f"invalid parameter `on_progress`: expected a callable, got {on_progress!r}"
+            )
+        self.strategy = strategy
+        self.channel, self.arrival, self.event_time = channel, arrival, event_time
+        self.state_location = state_location
+        self.outputs = check_sink(outputs)
+        self.emit_interval = emit_interval
+        self.event_time_unit, self.arrival_unit = event_time_unit, arrival_unit
+        self.allowance = allowance
+        self.on_progress = on_progress
+        self.progress: list[dict[str, Any]] = []
+        self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
+
+    # --- what subclasses provide -----------------------------------------------------
+
+    @abstractmethod
+    def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
+        """The configuration that the state depends on (compared between restarts)."""
+
+    @abstractmethod
+    def check(self, events: DataFrame) -> WatermarkPlan:
+        """Checks ``events`` (the streaming DataFrame, or one batch) against the
+        handler's columns and parameters, before any job; returns the plan."""
+
+    @abstractmethod
+    def run(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        plan: WatermarkPlan,
+        state: EngineState,
+        store: StateStore,
+    ) -> BatchResult:
+        """The batch's work (see the module docstring, step 4)."""
+
+    # --- the protocol ----------------------------------------------------------------
+
+    def watermark_plan(self, events: DataFrame) -> WatermarkPlan:
+        """The watermark stages' plan over ``events``' columns (no job)."""
+        _, plan = make_plan(
+            events,
+            self.strategy,
+            event_time=self.event_time,
+            channel=self.channel,
+            arrival=self.arrival,
+            emit_interval=self.emit_interval,
+            event_time_unit=self.event_time_unit,
+            arrival_unit=self.arrival_unit,
+        )
+        return plan
+
+    def fingerprint(self, plan: WatermarkPlan) -> dict[str, Any]:
+        return {
+            "handler": type(self).__name__,
+            "strategy": repr(plan.strategy),
+            "event_time": [plan.event_time.name, plan.event_time.kind, plan.event_time.unit],
+            "arrival": [plan.arrival.name, plan.arrival.kind, plan.arrival.unit],
+            "channel": plan.channel,
+            "emit_interval": plan.interval,
+            "allowance": self.allowance_ticks(plan),
+            **self.settings(plan),
+        }
+
+    def allowance_ticks(self, plan: WatermarkPlan) -> int:
+        ticks = to_ticks(self.allowance, plan.arrival.unit, "allowance")
+        if ticks < 0:
+            raise InvalidParameterError(
+                f"invalid parameter `allowance`: must be >= 0, got {self.allowance!r}"
+            )
+        return ticks
+
+    @without_call_sites
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        """The ``foreachBatch`` function: processes micro-batch ``batch_id``."""
+        started = time.perf_counter()
+        plan = self.check(batch)
+        spark = batch.sparkSession
+        store = StateStore(spark, self.state_location)
+        query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        store.check_identity(query_id, self.fingerprint(plan))
+        if store.is_committed(batch_id):  # a committed batch run again by Spark
+            self.publish(store, batch_id, store.summary(batch_id).get("kinds", []))
+            self.kill("before_spark_commit", batch_id)
+            return
+        self.kill("start", batch_id)
+        previous = store.last_before(batch_id)
+        state = load_engine(store, previous)
+        store.delete(store.version(batch_id))  # what a failed attempt left
+        batch.persist()
+        try:
+            result = self.run(batch, batch_id, plan, state, store)
+        finally:
+            batch.unpersist()
+        summary = {
+            "batch_id": batch_id,
+            "query_id": query_id,
+            "seconds": round(time.perf_counter() - started, 3),
+            "kinds": result.kinds,
+            **result.summary,
+        }
+        self.kill("after_state", batch_id)
+        store.commit(batch_id, summary)
+        self.kill("after_marker", batch_id)
+        self.publish(store, batch_id, result.kinds)
+        self.progress.append(summary)
+        if self.on_progress is not None:
+            self.on_progress(summary)
+        self.kill("before_spark_commit", batch_id)
+
+    def write(self, kind: str, frame: DataFrame, batch_id: int, result: BatchResult) -> None:
+        """One output of the batch, through the sink."""
+        self.outputs(kind, frame, batch_id)
+        result.kinds.append(kind)
+
+    def publish(self, store: StateStore, batch_id: int, kinds: list[str]) -> None:
+        if isinstance(self.outputs, ParquetOutputs):
+            self.outputs.publish(store, batch_id, kinds)
+
+    def kill(self, point: str, batch_id: int) -> None:
+        """The crash-safety tests' hook: SIGKILL at ``point`` of batch ``batch_id``."""
+        if self._kill_at and self._kill_at == f"{point}:{batch_id}":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    @property
+    def last_progress(self) -> dict[str, Any] | None:
+        """The newest batch's progress summary (None before the first)."""
+        return self.progress[-1] if self.progress else None
+
+
+def load_engine(store: StateStore, batch_id: int | None) -> EngineState:
+    """The watermark stages' state after committed batch ``batch_id`` (fresh for None)."""
+    if batch_id is None:
+        return EngineState()
+    builder_path = store.version(batch_id, "builder.bin")
+    builder = store.read(builder_path) if store.exists(builder_path) else None
+    return EngineState.from_json(store.read(store.version(batch_id, "engine.json")), builder)
+
+
+def save_engine(store: StateStore, batch_id: int, state: EngineState) -> None:
+    if state.builder is not None:
+        store.write(store.version(batch_id, "builder.bin"), state.builder)
+    store.write(store.version(batch_id, "engine.json"), state.to_json())
+
+
+def pending_rows(store: StateStore, batch_id: int | None, batch: DataFrame) -> DataFrame | None:
+    """The rows committed batch ``batch_id`` held back, or None."""
+    if batch_id is None:
+        return None
+    path = store.version(batch_id, "pending")
+    if not store.exists(path):
+        return None
+    return batch.sparkSession.read.parquet(path)
+
+
+def save_pending(store: StateStore, batch_id: int, rows: DataFrame, frontier: int | None) -> int:
+    """Writes the rows past the new frontier; returns how many."""
+    from pyspark.sql import functions as F
+
+    later = rows if frontier is None else rows.where(F.col(ARRIVAL) > F.lit(frontier))
+    later = later.persist()
+    try:
+        count = later.count()
+        if count:
+            later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
+    finally:
+        later.unpersist()
+    return count
+
+
+DEFAULT_ALLOWANCE = timedelta(seconds=1)
+
+__all__ = [
+    "DEFAULT_ALLOWANCE",
+    "KILL_POINTS",
+    "BatchHandler",
+    "BatchResult",
+    "load_engine",
+    "pending_rows",
+    "save_engine",
+    "save_pending",
+]

@@ -1,0 +1,88 @@
+"""Where a live query's outputs go: exactly once per batch.
+
+A sink is any callable ``sink(kind, df, batch_id)``: the handlers call it once per
+output ``kind`` (``results``, ``late``, ``dropped`` for windows; ``records``,
+``timeline`` for watermarks) per batch, before floodmark's commit marker. A batch that
+failed before its marker runs again with the same ``batch_id`` and the same rows, so a
+sink must make a second write of one ``(kind, batch_id)`` replace the first: Delta's
+idempotent writes (``txnAppId`` = the query's id, ``txnVersion`` = ``batch_id``), a
+JDBC ``MERGE`` or delete-then-insert keyed by ``batch_id``, or :class:`ParquetOutputs`.
+
+:class:`ParquetOutputs` goes further: it stages each batch's files in a hidden folder
+and moves them into place only after the marker, so ``spark.read.parquet(path +
+"/results")`` shows exactly the committed batches, never a part of one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from floodmark.exceptions import InvalidParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class Sink(Protocol):
+    """A callable output: ``sink(kind, df, batch_id)`` (see the module docstring)."""
+
+    def __call__(self, kind: str, df: DataFrame, batch_id: int) -> None: ...
+
+
+class ParquetOutputs:
+    """Parquet folders ``path/<kind>``, one ``batch=<id>`` partition per committed batch.
+
+    Each batch's rows are written into ``path/<kind>/_staging-<id>`` (hidden from
+    readers: Spark skips names starting with ``_``) and moved to
+    ``path/<kind>/batch=<id>`` once floodmark has committed the batch, replacing what a
+    failed earlier attempt left. ``spark.read.parquet(path + "/results")`` returns the
+    committed batches with a ``batch`` column.
+
+    Args:
+        path: the output folder (any Hadoop file system path).
+        mode: ``"parquet"`` options (e.g. ``{"compression": "zstd"}``).
+    """
+
+    def __init__(self, path: str, **options: str) -> None:
+        if not isinstance(path, str) or not path:
+            raise InvalidParameterError(
+                f"invalid parameter `path`: expected an output folder, got {path!r}"
+            )
+        self.path = path.rstrip("/")
+        self.options = options
+
+    def staging(self, kind: str, batch_id: int) -> str:
+        return f"{self.path}/{kind}/_staging-{batch_id}"
+
+    def final(self, kind: str, batch_id: int) -> str:
+        return f"{self.path}/{kind}/batch={batch_id}"
+
+    def __call__(self, kind: str, df: DataFrame, batch_id: int) -> None:
+        """Writes ``df`` into the staging folder of ``(kind, batch_id)``."""
+        writer = df.write.mode("overwrite")
+        for key, value in self.options.items():
+            writer = writer.option(key, value)
+        writer.parquet(self.staging(kind, batch_id))
+
+    def publish(self, store: Any, batch_id: int, kinds: list[str]) -> None:
+        """Moves the staged folders of a committed batch into place (idempotent)."""
+        for kind in kinds:
+            staged = self.staging(kind, batch_id)
+            if store.exists(staged):
+                store.rename(staged, self.final(kind, batch_id))
+
+    def __repr__(self) -> str:
+        return f"ParquetOutputs({self.path!r})"
+
+
+def check_sink(outputs: object) -> Sink:
+    """A callable ``(kind, df, batch_id)``; a clear error for anything else."""
+    if not callable(outputs):
+        raise InvalidParameterError(
+            "invalid parameter `outputs`: expected ParquetOutputs(path) or a callable "
+            f"(kind, df, batch_id), got {type(outputs).__name__}"
+        )
+    return outputs
+
+
+__all__ = ["ParquetOutputs", "Sink", "check_sink"]

@@ -1,0 +1,186 @@
+"""Where a live query's floodmark state lives, and the commit protocol.
+
+Layout under ``state_location`` (any Hadoop file system path: local, HDFS, S3A, ABFS...):
+
+* ``_identity.json``: the query id (from the query's checkpoint) and a fingerprint of
+  the handler's configuration, written by the first batch; a state location of another
+  query, or of a changed configuration, is refused before anything is written.
+* ``versions/<b>/``: the state after batch ``b`` (the engine's snapshots and numbers,
+  the rows held back behind the frontier, the window operators' snapshots); written in
+  full before the marker, so a version without a marker is ignored and rewritten.
+* ``commits/<b>``: floodmark's marker for batch ``b``, written last (atomically: a
+  temporary file renamed into place), holding the batch's progress summary.
+
+Spark writes ``offsets/b`` before it runs batch ``b`` and ``commits/b`` after the
+handler returns, and runs an uncommitted batch again after a restart, on the same
+offsets. So: a batch whose marker exists returns at once (its outputs and state are
+committed); one without restarts from the last committed version and recomputes the
+same outputs (deterministic sources and engine), overwriting any partial ones. The two
+newest committed versions are kept; older ones are pruned after each commit.
+
+All file operations go through the JVM's Hadoop ``FileSystem`` (a classic session;
+Spark Connect has no JVM gateway: the streaming handlers refuse it clearly).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from floodmark.exceptions import FloodmarkError, InvalidParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: How many committed versions are kept.
+KEEP_VERSIONS = 2
+
+
+class StateError(FloodmarkError, ValueError):
+    """The state location belongs to another query or configuration, or is damaged."""
+
+
+class StateStore:
+    """File operations on a state location, through the JVM's Hadoop ``FileSystem``."""
+
+    def __init__(self, spark: SparkSession, location: str) -> None:
+        jvm = getattr(spark, "_jvm", None)
+        if jvm is None:
+            raise InvalidParameterError(
+                "invalid parameter `state_location`: floodmark's streaming handlers keep "
+                "their state through the JVM's Hadoop FileSystem, which a Spark Connect "
+                "session does not expose; use a classic session"
+            )
+        if not isinstance(location, str) or not location:
+            raise InvalidParameterError(
+                f"invalid parameter `state_location`: expected a path, got {location!r}"
+            )
+        self.spark = spark
+        self.location = location.rstrip("/")
+        self._jvm = jvm
+        root = jvm.org.apache.hadoop.fs.Path(self.location)
+        self._fs = root.getFileSystem(spark._jsc.hadoopConfiguration())
+
+    # --- paths -----------------------------------------------------------------------
+
+    def path(self, *parts: str) -> str:
+        """``state_location/part/...``."""
+        return "/".join([self.location, *parts])
+
+    def version(self, batch_id: int, *parts: str) -> str:
+        """The folder (or a file in it) of the state after ``batch_id``."""
+        return self.path("versions", str(batch_id), *parts)
+
+    def _p(self, path: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    # --- files -----------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        return bool(self._fs.exists(self._p(path)))
+
+    def delete(self, path: str) -> None:
+        if self.exists(path):
+            self._fs.delete(self._p(path), True)
+
+    def read(self, path: str) -> bytes:
+        stream = self._fs.open(self._p(path))
+        try:
+            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(data)
+
+    def write(self, path: str, data: bytes) -> None:
+        """Writes ``data`` to ``path`` atomically: a temporary file renamed into place."""
+        temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+        stream = self._fs.create(self._p(temporary), True)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
+        self.delete(path)
+        if not self._fs.rename(self._p(temporary), self._p(path)):
+            raise StateError(f"cannot move {temporary} to {path}")
+
+    def rename(self, source: str, target: str) -> None:
+        """Moves ``source`` to ``target`` (replacing it)."""
+        self.delete(target)
+        self._fs.mkdirs(self._p(target).getParent())
+        if not self._fs.rename(self._p(source), self._p(target)):
+            raise StateError(f"cannot move {source} to {target}")
+
+    def names(self, path: str) -> list[str]:
+        """The names in folder ``path`` (empty if it does not exist)."""
+        if not self.exists(path):
+            return []
+        return [str(s.getPath().getName()) for s in self._fs.listStatus(self._p(path))]
+
+    # --- identity --------------------------------------------------------------------
+
+    def check_identity(self, query_id: str | None, fingerprint: dict[str, Any]) -> None:
+        """Refuses a state location of another query or configuration; records them on
+        first use."""
+        path = self.path("_identity.json")
+        mine = {"query_id": query_id, "config": fingerprint}
+        if not self.exists(path):
+            if self.committed():
+                raise StateError(
+                    f"the state location {self.location} holds committed batches but no "
+                    "_identity.json: it was not written by this version of floodmark"
+                )
+            self.write(path, json.dumps(mine, sort_keys=True, indent=1).encode())
+            return
+        stored = json.loads(self.read(path))
+        if stored.get("query_id") != query_id:
+            raise StateError(
+                f"the state location {self.location} belongs to streaming query "
+                f"{stored.get('query_id')}, and this is query {query_id} (another "
+                "checkpoint): give this query a state location of its own, or restart the "
+                "original query from its own checkpoint; nothing was written"
+            )
+        old = stored.get("config", {})
+        changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
+        if changed:
+            details = "; ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed)
+            raise StateError(
+                f"the streaming handler's configuration changed since the state in "
+                f"{self.location} was written ({details}); the state of one "
+                "configuration cannot continue another: start a new query (new checkpoint "
+                "and state location), or restore the previous configuration. Nothing was "
+                "written"
+            )
+
+    # --- commits ---------------------------------------------------------------------
+
+    def committed(self) -> list[int]:
+        """The batch ids with a marker, ascending."""
+        names = self.names(self.path("commits"))
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def is_committed(self, batch_id: int) -> bool:
+        return self.exists(self.path("commits", str(batch_id)))
+
+    def last_before(self, batch_id: int) -> int | None:
+        """The newest committed batch before ``batch_id``."""
+        earlier = [b for b in self.committed() if b < batch_id]
+        return earlier[-1] if earlier else None
+
+    def commit(self, batch_id: int, summary: dict[str, Any]) -> None:
+        """Writes the marker of ``batch_id`` (last), then prunes old versions."""
+        self.write(self.path("commits", str(batch_id)), json.dumps(summary).encode())
+        keep = self.committed()[-KEEP_VERSIONS:]
+        for name in self.names(self.path("versions")):
+            if name.isdigit() and int(name) < keep[0]:
+                self.delete(self.path("versions", name))
+        for old in self.committed()[:-KEEP_VERSIONS]:
+            self.delete(self.path("commits", str(old)))
+
+    def summary(self, batch_id: int) -> dict[str, Any]:
+        """The progress summary a committed batch's marker holds."""
+        data: dict[str, Any] = json.loads(self.read(self.path("commits", str(batch_id))))
+        return data
+
+
+__all__ = ["KEEP_VERSIONS", "StateError", "StateStore"]

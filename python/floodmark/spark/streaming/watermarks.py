@@ -1,0 +1,253 @@
+"""``StreamingWatermarks``: each record of a live query with its watermarks, batch after
+batch, and the combined timeline."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from floodmark.spark.assign import check_added_names
+from floodmark.spark.columns import TimeColumn, quote
+from floodmark.spark.late import behind_watermark
+from floodmark.spark.lookup import join_buckets
+from floodmark.spark.plan import WatermarkPlan, error_reason, valid_rows
+from floodmark.spark.streaming.frontier import (
+    ARRIVAL,
+    TS,
+    EngineState,
+    Segment,
+    advance,
+    bucket_rows,
+    with_ticks,
+)
+from floodmark.spark.streaming.handler import (
+    DEFAULT_ALLOWANCE,
+    BatchHandler,
+    BatchResult,
+    pending_rows,
+    save_engine,
+    save_pending,
+)
+from floodmark.spark.streaming.state import StateStore
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_CWM, _WM = "__fm_st_cwm", "__fm_st_wm"
+
+
+def stamped_plan(plan: WatermarkPlan) -> WatermarkPlan:
+    """The plan reading the hidden re-stamped arrival (ticks) as the arrival column."""
+    return dataclasses.replace(plan, arrival=TimeColumn(ARRIVAL, "integer", plan.arrival.unit))
+
+
+def batch_rows(
+    batch: DataFrame, plan: WatermarkPlan, state: EngineState, pending: DataFrame | None
+) -> DataFrame:
+    """The batch's placeable rows (ticks, re-stamped arrival) and the rows held back."""
+    fresh = with_ticks(batch, plan, state.frontier)
+    return fresh if pending is None else fresh.unionByName(pending)
+
+
+def advance_batch(
+    handler: BatchHandler,
+    batch: DataFrame,
+    batch_id: int,
+    plan: WatermarkPlan,
+    state: EngineState,
+    store: StateStore,
+) -> tuple[DataFrame, Segment, int]:
+    """The watermark stages of one batch: ``(rows, segment, pending)``: the placeable
+    rows (with the held back ones), the segment up to the new frontier (its state
+    saved) and how many rows wait for a later batch."""
+    previous = store.last_before(batch_id)
+    rows = batch_rows(batch, plan, state, pending_rows(store, previous, batch)).persist()
+    segment = advance(bucket_rows(rows, plan), plan, state, handler.allowance_ticks(plan))
+    handler.kill("after_timeline", batch_id)
+    pending = save_pending(store, batch_id, rows, segment.state.frontier)
+    return rows, segment, pending
+
+
+def processed(rows: DataFrame, segment: Segment) -> DataFrame:
+    """The rows up to the new frontier."""
+    from pyspark.sql import functions as F
+
+    frontier = segment.state.frontier
+    if frontier is None:
+        return rows.where(F.lit(False))
+    return rows.where(F.col(ARRIVAL) <= F.lit(frontier))
+
+
+def timeline_frame(batch: DataFrame, plan: WatermarkPlan, segment: Segment) -> DataFrame:
+    """The batch's segment of the combined timeline, in the input's types."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    channel_type = to_arrow_type(batch.schema[plan.channel].dataType)
+    tl = segment.timeline
+    table = pa.table(
+        {
+            "time": tl.column("time"),
+            "watermark": tl.column("watermark"),
+            "status": tl.column("status"),
+            "min_channel": tl.column("min_channel").cast(channel_type),
+        }
+    )
+    return batch.sparkSession.createDataFrame(table).select(
+        plan.arrival.from_ticks(F.col("time")).alias("time"),
+        plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
+        F.col("status"),
+        F.col("min_channel"),
+    )
+
+
+def progress(segment: Segment, plan: WatermarkPlan, pending: int) -> dict[str, Any]:
+    """The watermark part of a batch's progress summary (JSON-ready)."""
+    state = segment.state
+    return {
+        "frontier": state.frontier,
+        "watermark": segment.watermark,
+        "min_channel": segment.min_channel,
+        "idle_channels": segment.idle,
+        "channels": len(state.channels),
+        "restamped": segment.restamped,
+        "pending": pending,
+        "timeline_rows": segment.timeline.num_rows,
+        "arrival_unit": plan.arrival.unit,
+        "event_time_unit": plan.event_time.unit,
+    }
+
+
+class StreamingWatermarks(BatchHandler):
+    """Flink's watermarks for every record of a live query (``foreachBatch``).
+
+    Each micro-batch writes, through ``outputs``, its records up to the frontier with
+    ``channel_watermark``, ``watermark`` (the combined watermark in force when the
+    record arrived), ``is_late`` and ``error``, as :func:`floodmark.spark.assign_watermarks`
+    gives them for the same rows at rest (kind ``records``), and its segment of the
+    combined timeline (kind ``timeline``).
+
+    Args:
+        strategy: a periodic watermark strategy.
+        channel: the input-channel column (Kafka ``partition``).
+        arrival: the arrival column (the Kafka record ``timestamp``).
+        event_time: the event-time column (default: the strategy's timestamp column).
+        state_location: a folder for floodmark's state (any Hadoop file system path),
+            one per query, next to its checkpoint.
+        outputs: :class:`~floodmark.spark.streaming.ParquetOutputs` or a callable
+            ``(kind, df, batch_id)`` (see :mod:`floodmark.spark.streaming.outputs`).
+        emit_interval: periodic emission interval (200 ms).
+        event_time_unit, arrival_unit: units of integer time columns (``ms``).
+        allowance: how far behind the latest arrival the frontier stays (1 s): the skew
+            allowed between channels (see :mod:`.frontier`).
+        on_progress: called with each committed batch's progress summary.
+    """
+
+    def __init__(
+        self,
+        strategy: WatermarkStrategy,
+        *,
+        channel: str,
+        arrival: str,
+        state_location: str,
+        outputs: Any,
+        event_time: str | None = None,
+        emit_interval: Duration = timedelta(milliseconds=200),
+        event_time_unit: str | None = None,
+        arrival_unit: str | None = None,
+        allowance: Duration = DEFAULT_ALLOWANCE,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        super().__init__(
+            strategy,
+            channel=channel,
+            arrival=arrival,
+            event_time=event_time,
+            state_location=state_location,
+            outputs=outputs,
+            emit_interval=emit_interval,
+            event_time_unit=event_time_unit,
+            arrival_unit=arrival_unit,
+            allowance=allowance,
+            on_progress=on_progress,
+        )
+
+    def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
+        return {}
+
+    def check(self, events: DataFrame) -> WatermarkPlan:
+        plan = self.watermark_plan(events)
+        check_added_names(events)
+        return plan
+
+    def run(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        plan: WatermarkPlan,
+        state: EngineState,
+        store: StateStore,
+    ) -> BatchResult:
+        from pyspark.sql import functions as F
+
+        result = BatchResult({})
+        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
+        try:
+            names = ["channel", "bucket", _CWM, _WM]
+            looked_up = join_buckets(
+                processed(rows, segment), stamped_plan(plan), segment.buckets.rename_columns(names)
+            )
+            wm = F.col(_WM)
+            placed = looked_up.select(
+                *[F.col(quote(c)) for c in batch.columns],
+                plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
+                plan.event_time.from_ticks(wm).alias("watermark"),
+                behind_watermark(F.col(TS), wm).alias("is_late"),
+                F.lit(None).cast("string").alias("error"),
+            )
+            unplaced = batch.where(~valid_rows(plan)).select(
+                *[F.col(quote(c)) for c in batch.columns],
+                F.lit(None)
+                .cast(placed.schema["channel_watermark"].dataType)
+                .alias("channel_watermark"),
+                F.lit(None).cast(placed.schema["watermark"].dataType).alias("watermark"),
+                F.lit(None).cast("boolean").alias("is_late"),
+                error_reason(plan).alias("error"),
+            )
+            records = placed.unionByName(unplaced).persist()
+            try:
+                counts = records.agg(
+                    F.count(F.lit(1)).alias("rows"),
+                    F.sum(F.col("is_late").cast("long")).alias("late"),
+                    F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
+                ).collect()[0]
+                self.write("records", records, batch_id, result)
+            finally:
+                records.unpersist()
+            self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
+            self.kill("after_outputs", batch_id)
+            late, errors = int(counts["late"] or 0), int(counts["errors"] or 0)
+            new = dataclasses.replace(
+                segment.state, late=state.late + late, dropped=state.dropped + errors
+            )
+            save_engine(store, batch_id, new)
+        finally:
+            rows.unpersist()
+        result.summary = {
+            **progress(segment, plan, pending),
+            "records": int(counts["rows"]),
+            "late": late,
+            "errors": errors,
+            "late_total": new.late,
+            "errors_total": new.dropped,
+        }
+        return result
+
+
+__all__ = ["StreamingWatermarks"]

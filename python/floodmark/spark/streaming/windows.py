@@ -1,0 +1,344 @@
+"""``StreamingWindows``: Flink's event-time windows inside a live query, batch after
+batch, exactly once.
+
+The keyed path (every window kind and aggregate): the records of a batch up to the
+frontier are hashed into a fixed number of **key groups** (Flink's max-parallelism idea),
+and each group's keyed Rust window operator is carried from batch to batch as a
+snapshot. Per batch, one shuffle brings each group's records together with its
+snapshot (one row: restore first), the operator takes the records in the documented
+order (arrival, channel, event time, key, first/last values) with the segment's
+advances between them, and emits the results, late and dropped rows and its new
+snapshot. A group with windows open but no record in a batch still gets its snapshot
+row, so the watermark fires its windows. The order is total (every column sent is in
+the sort), so a batch run again after a crash gives the same rows, the same sums of
+floats and the same snapshots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from floodmark.spark.columns import quote
+from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
+from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.spark.streaming import frontier as st
+from floodmark.spark.streaming.frontier import EngineState
+from floodmark.spark.streaming.handler import (
+    DEFAULT_ALLOWANCE,
+    BatchHandler,
+    BatchResult,
+    save_engine,
+)
+from floodmark.spark.streaming.state import StateStore
+from floodmark.spark.streaming.watermarks import advance_batch, processed, progress, stamped_plan
+from floodmark.spark.windows import make_window_plan, results_frame
+from floodmark.spark.windows.keyed import (
+    Feeder,
+    default_partitions,
+    new_operator,
+    output_schemas,
+    packed_outputs,
+)
+from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
+from floodmark.spark.windows.side_outputs import errors_frame, matched, side_frame
+from floodmark.strategy import WatermarkStrategy
+from floodmark.time import Duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: Key groups by default: how finely the keys' operator state is cut.
+DEFAULT_KEY_GROUPS = 64
+_GROUP, _KIND, _SNAPSHOT = "__fm_st_group", "__fm_st_kind", "__fm_st_snapshot"
+OPERATORS_SCHEMA = pa.schema([(_GROUP, pa.int32()), (_SNAPSHOT, pa.binary())])
+COUNTS_SCHEMA = pa.schema([("result", pa.int64()), ("late", pa.int64()), ("dropped", pa.int64())])
+
+
+def group_runner(
+    plan: WindowPlan,
+    times: np.ndarray,
+    wms: np.ndarray,
+    schemas: dict[str, pa.Schema],
+    names: Sequence[str],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each partition of the keyed pass runs: per key group (contiguous,
+    its snapshot row first), the operator restored, fed its records with the segment's
+    advances, then the rest of the advances; its outputs and new snapshot packed."""
+    records = [n for n in names if n not in (_GROUP, _KIND, _SNAPSHOT)]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        counts = {"result": 0, "late": 0, "dropped": 0}
+        group: int | None = None
+        feeder: Feeder | None = None
+
+        def emit(out: Any) -> Iterator[pa.RecordBatch]:
+            for kind, part in (
+                ("result", out.results),
+                ("late", out.late),
+                ("dropped", out.dropped),
+            ):
+                counts[kind] += part.num_rows
+            yield from packed_outputs(out, schemas)
+
+        def close() -> Iterator[pa.RecordBatch]:
+            if group is None or feeder is None:
+                return
+            for out in feeder.rest():
+                yield from emit(out)
+            snap = pa.record_batch(
+                [pa.array([group], pa.int32()), pa.array([feeder.op.snapshot()], pa.binary())],
+                schema=OPERATORS_SCHEMA,
+            )
+            yield from pack("operators", snap)
+
+        for raw in batches:
+            batch = raw.rename_columns(names)
+            groups = batch.column(_GROUP).to_numpy(zero_copy_only=False)
+            bounds = [0, *(np.flatnonzero(groups[1:] != groups[:-1]) + 1).tolist(), len(groups)]
+            for lo, hi in itertools.pairwise(bounds):
+                if lo == hi:
+                    continue
+                part = batch.slice(lo, hi - lo)
+                g = int(groups[lo])
+                if g != group:
+                    yield from close()
+                    group, feeder = g, Feeder(new_operator(plan), times, wms)
+                assert feeder is not None
+                kinds = part.column(_KIND).to_numpy(zero_copy_only=False)
+                for row in np.flatnonzero(kinds == 0):  # its snapshot row, first
+                    feeder.op.restore(part.column(_SNAPSHOT)[int(row)].as_py())
+                rows = part.filter(pa.array(kinds == 1)).select(records)
+                if rows.num_rows:
+                    yield from emit(feeder.feed(rows))
+        yield from close()
+        yield from pack("stats", pa.RecordBatch.from_pylist([counts], schema=COUNTS_SCHEMA))
+
+    return run
+
+
+class StreamingWindows(BatchHandler):
+    """Flink's keyed event-time windows inside a live query (``foreachBatch``).
+
+    Each micro-batch writes, through ``outputs``, the window firings whose advance
+    came at or before its frontier (kind ``results``: the columns of
+    :func:`floodmark.spark.window_aggregate`'s results), the late records (``late``) and
+    the records no window took (``dropped``), every input column kept; for every firing
+    at or before the final frontier, exactly the rows the batch function gives for the
+    same records at rest.
+
+    Args:
+        strategy: a periodic watermark strategy.
+        window: ``TumblingEventTimeWindows.of(...)``, ``SlidingEventTimeWindows.of(...)``
+            or ``EventTimeSessionWindows.with_gap(...)``.
+        key: the key column(s).
+        channel: the input-channel column (Kafka ``partition``).
+        arrival: the arrival column (the Kafka record ``timestamp``).
+        state_location: a folder for floodmark's state, one per query, next to its
+            checkpoint (any Hadoop file system path).
+        outputs: :class:`~floodmark.spark.streaming.ParquetOutputs` or a callable
+            ``(kind, df, batch_id)``.
+        aggs: ``"count"`` and ``(function, column)`` pairs, as in ``window_aggregate``.
+        allowed_lateness: Flink's ``allowedLateness``.
+        event_time: the event-time column (default: the strategy's timestamp column).
+        emit_interval: periodic emission interval (200 ms).
+        event_time_unit, arrival_unit: units of integer time columns (``ms``).
+        allowance: how far behind the latest arrival the frontier stays (1 s).
+        key_groups: how many groups the keys' operator state is cut into (64); part of
+            the state's layout, so it cannot change between restarts.
+        num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
+        on_progress: called with each committed batch's progress summary.
+    """
+
+    def __init__(
+        self,
+        strategy: WatermarkStrategy,
+        window: Any,
+        *,
+        key: str | Sequence[str],
+        channel: str,
+        arrival: str,
+        state_location: str,
+        outputs: Any,
+        aggs: Sequence[str | tuple[str, str]] = ("count",),
+        allowed_lateness: Duration = timedelta(0),
+        event_time: str | None = None,
+        emit_interval: Duration = timedelta(milliseconds=200),
+        event_time_unit: str | None = None,
+        arrival_unit: str | None = None,
+        allowance: Duration = DEFAULT_ALLOWANCE,
+        key_groups: int = DEFAULT_KEY_GROUPS,
+        num_partitions: int | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        super().__init__(
+            strategy,
+            channel=channel,
+            arrival=arrival,
+            event_time=event_time,
+            state_location=state_location,
+            outputs=outputs,
+            emit_interval=emit_interval,
+            event_time_unit=event_time_unit,
+            arrival_unit=arrival_unit,
+            allowance=allowance,
+            on_progress=on_progress,
+        )
+        from floodmark.spark.windows import positive_int
+
+        self.window, self.key, self.aggs = window, key, aggs
+        self.allowed_lateness = allowed_lateness
+        self.key_groups = positive_int(key_groups, "key_groups")
+        self.num_partitions = (
+            None if num_partitions is None else positive_int(num_partitions, "num_partitions")
+        )
+
+    def window_plan(self, events: DataFrame, plan: WatermarkPlan) -> WindowPlan:
+        return make_window_plan(
+            events, plan, self.window, self.key, self.aggs, self.allowed_lateness
+        )
+
+    def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
+        kind, size, slide, offset, gap = self.window.params(plan.event_time.unit)
+        return {
+            "window": [kind, size, slide, offset, gap],
+            "key": [self.key] if isinstance(self.key, str) else list(self.key),
+            "aggs": [a if isinstance(a, str) else list(a) for a in self.aggs],
+            "allowed_lateness": str(self.allowed_lateness),
+            "key_groups": self.key_groups,
+            "path": "keyed",
+        }
+
+    def check(self, events: DataFrame) -> WatermarkPlan:
+        plan = self.watermark_plan(events)
+        self.window_plan(events, plan)
+        return plan
+
+    def run(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        plan: WatermarkPlan,
+        state: EngineState,
+        store: StateStore,
+    ) -> BatchResult:
+        result = BatchResult({})
+        wplan = self.window_plan(batch, plan)
+        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
+        try:
+            counts = self.keyed(batch, batch_id, wplan, rows, segment, store, result)
+            self.kill("after_outputs", batch_id)
+            new = dataclasses.replace(
+                segment.state,
+                late=state.late + counts["late"],
+                dropped=state.dropped + counts["dropped"],
+            )
+            save_engine(store, batch_id, new)
+        finally:
+            rows.unpersist()
+        result.summary = {
+            **progress(segment, plan, pending),
+            "results": counts["result"],
+            "late": counts["late"],
+            "dropped": counts["dropped"],
+            "late_total": new.late,
+            "dropped_total": new.dropped,
+        }
+        return result
+
+    def keyed(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        wplan: WindowPlan,
+        rows: DataFrame,
+        segment: st.Segment,
+        store: StateStore,
+        result: BatchResult,
+    ) -> dict[str, int]:
+        """The keyed pass of one batch: outputs written, operators' snapshots saved;
+        returns the counts of results, late and dropped rows."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+
+        spark = batch.sparkSession
+        splan = dataclasses.replace(wplan, wm=stamped_plan(wplan.wm))
+        done = processed(rows, segment)
+        keys, channel = wplan.keys, wplan.wm.channel
+        sent = done.select(
+            *[F.col(quote(k)) for k in keys],
+            F.col(st.TS).alias(TS),
+            F.col(st.ARRIVAL).alias(ARRIVAL),
+            *([F.col(quote(channel))] if wplan.send_channel else []),
+            *[F.col(quote(v)).cast(t).alias(v) for v, t in wplan.values.items() if v not in keys],
+        )
+        schemas = output_schemas(wplan, sent.schema)
+        arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
+        group = F.pmod(F.hash(*[F.col(quote(k)) for k in keys]), F.lit(self.key_groups))
+        records = sent.select(
+            "*",
+            group.cast("int").alias(_GROUP),
+            F.lit(1).cast("int").alias(_KIND),
+            F.lit(None).cast("binary").alias(_SNAPSHOT),
+        )
+        previous = store.last_before(batch_id)
+        saved = None if previous is None else store.version(previous, "operators")
+        if saved is not None and store.exists(saved):
+            states = spark.read.parquet(saved).select(
+                F.col(_GROUP), F.lit(0).cast("int").alias(_KIND), F.col(_SNAPSHOT)
+            )
+            records = records.unionByName(states, allowMissingColumns=True)
+        parts = self.num_partitions or default_partitions(spark)
+        order = [
+            _GROUP,
+            _KIND,
+            ARRIVAL,
+            *([quote(channel)] if channel not in keys else []),
+            TS,
+            *map(quote, keys),
+            *map(quote, wplan.tie_values()),
+        ]
+        ordered = records.repartition(parts, _GROUP).sortWithinPartitions(*order)
+        names = ordered.columns
+        times, wms = segment.advances()
+        runner = group_runner(wplan, times, wms, arrow_schemas, names)
+        positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+        out = positional.mapInArrow(runner, packed_schema()).persist()
+        try:
+            results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
+            self.write("results", results, batch_id, result)
+            late = matched(done, splan, unpacked(out, "late", schemas["late"]), "watermark", None)
+            self.write("late", side_frame(late, wplan, batch, "late"), batch_id, result)
+            dropped = matched(
+                done, splan, unpacked(out, "dropped", schemas["dropped"]), "reason", None
+            )
+            dropped = side_frame(dropped, wplan, batch, "dropped").unionByName(
+                errors_frame(batch, wplan)
+            )
+            self.write("dropped", dropped, batch_id, result)
+            operators = unpacked(
+                out,
+                "operators",
+                StructType(
+                    [StructField(_GROUP, IntegerType()), StructField(_SNAPSHOT, BinaryType())]
+                ),
+            )
+            operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
+            totals = {"result": 0, "late": 0, "dropped": 0}
+            for _, counts in unpack_local(out.where(only("stats")).toArrow()):
+                for name, value in counts.to_pylist()[0].items():
+                    totals[name] += int(value)
+            totals["dropped"] += batch.where(~valid_rows(wplan.wm)).count()
+        finally:
+            out.unpersist()
+        return totals
+
+
+__all__ = ["DEFAULT_KEY_GROUPS", "StreamingWindows"]

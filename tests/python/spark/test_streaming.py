@@ -1,0 +1,236 @@
+"""floodmark inside real Structured Streaming queries (``foreachBatch``): the outputs of a
+live query equal the batch functions' on the same rows, for every row and firing at or
+before the final frontier, whatever the micro-batch size; restarts from the checkpoint
+go on exactly; another query's state location, a changed configuration and missing
+columns are refused."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from streaming_helpers import before, read_output, run_query, write_files
+
+from floodmark import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WatermarkStrategy,
+)
+from floodmark.datagen import StreamSpec, generate
+from floodmark.spark import assign_watermarks, window_aggregate
+from floodmark.spark.streaming import (
+    ParquetOutputs,
+    StateError,
+    StreamingWatermarks,
+    StreamingWindows,
+)
+
+SPEC = StreamSpec(
+    rows=6_000,
+    partitions=5,
+    keys=30,
+    duration_ms=120_000,
+    disorder_ms=2_000,
+    lag_ms=8_000,
+    quiet_from_ms=40_000,
+    quiet_for_ms=30_000,
+    very_late_fraction=0.01,
+    very_late_ms=20_000,
+    timestamp_granularity_ms=10,
+)
+STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).with_idleness(
+    timedelta(seconds=5)
+)
+
+
+@pytest.fixture(scope="module")
+def stream() -> pa.Table:
+    return generate(SPEC)
+
+
+def watermarks_handler(folder: Path, **kwargs: Any) -> StreamingWatermarks:
+    return StreamingWatermarks(
+        STRATEGY,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        state_location=str(folder / "state"),
+        outputs=ParquetOutputs(str(folder / "out")),
+        **kwargs,
+    )
+
+
+def rows_of(table: pa.Table, columns: list[str]) -> Counter[tuple[Any, ...]]:
+    return Counter(zip(*[table[c].to_pylist() for c in columns], strict=True))
+
+
+@pytest.mark.parametrize("files", [1, 4, 13])
+def test_streaming_watermarks_equal_assign_watermarks(
+    spark: Any, stream: pa.Table, tmp_path: Path, files: int
+) -> None:
+    source = write_files(stream, tmp_path / "in", files)
+    handler = watermarks_handler(tmp_path)
+    run_query(spark, source, spark.createDataFrame(stream).schema, handler, tmp_path / "ck")
+    assert len(handler.progress) == files
+    frontier = handler.progress[-1]["frontier"]
+    got = read_output(spark, tmp_path / "out", "records")
+    want = assign_watermarks(
+        spark.createDataFrame(stream),
+        STRATEGY,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    ).toArrow()
+    columns = [*stream.column_names, "channel_watermark", "watermark", "is_late", "error"]
+    assert rows_of(got, columns) == rows_of(before(want, "arrival", frontier), columns)
+    assert got.num_rows > stream.num_rows * 0.8
+    assert sum(got["is_late"].to_pylist()) > 0
+    # The timeline segments make up the batch timeline up to the frontier.
+    timeline = read_output(spark, tmp_path / "out", "timeline").sort_by("time")
+    from floodmark.spark import watermark_timeline
+
+    whole = watermark_timeline(
+        spark.createDataFrame(stream),
+        STRATEGY,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+    ).toArrow()
+    cols = ["time", "watermark", "status", "min_channel"]
+    assert (
+        timeline.select(cols).to_pylist()
+        == before(whole, "time", frontier).select(cols).to_pylist()
+    )
+
+
+def test_another_querys_state_is_refused(spark: Any, stream: pa.Table, tmp_path: Path) -> None:
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck1")
+    before_files = sorted(p.name for p in (tmp_path / "state" / "commits").iterdir())
+    with pytest.raises(Exception, match="belongs to streaming query"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck2")
+    assert sorted(p.name for p in (tmp_path / "state" / "commits").iterdir()) == before_files
+
+
+def test_a_changed_strategy_is_refused(spark: Any, stream: pa.Table, tmp_path: Path) -> None:
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
+    changed = StreamingWatermarks(
+        WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=3)),
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        state_location=str(tmp_path / "state"),
+        outputs=ParquetOutputs(str(tmp_path / "out")),
+    )
+    with pytest.raises(Exception, match="configuration changed"):
+        run_query(spark, source, schema, changed, tmp_path / "ck")
+    assert StateError.__name__ == "StateError"
+
+
+def test_a_source_without_the_columns_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    source = write_files(stream.slice(0, 100).drop(["arrival"]), tmp_path / "in", 1)
+    schema = spark.createDataFrame(stream.drop(["arrival"])).schema
+    handler = watermarks_handler(tmp_path)
+    with pytest.raises(Exception, match="arrival"):
+        handler.check(spark.readStream.schema(schema).parquet(str(source)))
+    with pytest.raises(Exception, match="no column 'arrival'"):
+        run_query(spark, source, schema, handler, tmp_path / "ck")
+    assert not (tmp_path / "state").exists()
+
+
+WINDOWS = {
+    "tumbling": (TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0)),
+    "tumbling+lateness": (TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(seconds=8)),
+    "sliding": (
+        SlidingEventTimeWindows.of(timedelta(seconds=6), timedelta(seconds=2)),
+        timedelta(seconds=3),
+    ),
+    "session": (EventTimeSessionWindows.with_gap(timedelta(seconds=2)), timedelta(seconds=4)),
+}
+AGGS = ["count", ("sum", "value"), ("max", "value"), ("first", "value"), ("mean", "value")]
+
+
+def windows_handler(folder: Path, window: Any, lateness: Any, **kwargs: Any) -> StreamingWindows:
+    return StreamingWindows(
+        STRATEGY,
+        window,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        aggs=AGGS,
+        allowed_lateness=lateness,
+        state_location=str(folder / "state"),
+        outputs=ParquetOutputs(str(folder / "out")),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "files"),
+    [("tumbling", 1), ("tumbling", 7), ("tumbling+lateness", 5), ("sliding", 6), ("session", 5)],
+)
+def test_streaming_windows_equal_window_aggregate(
+    spark: Any, stream: pa.Table, tmp_path: Path, name: str, files: int
+) -> None:
+    """Every firing at or before the final frontier (its ``fired_at``), every late and
+    dropped row of those records, as the batch function gives them."""
+    window, lateness = WINDOWS[name]
+    table = generate(dataclasses.replace(SPEC, null_event_times=7))
+    source = write_files(table, tmp_path / "in", files)
+    handler = windows_handler(tmp_path, window, lateness)
+    run_query(spark, source, spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    frontier = handler.progress[-1]["frontier"]
+    want = window_aggregate(
+        spark.createDataFrame(table),
+        STRATEGY,
+        window,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        aggs=AGGS,
+        allowed_lateness=lateness,
+    )
+    result_cols = [
+        "key",
+        "window_start",
+        "window_end",
+        "count",
+        "sum_value",
+        "max_value",
+        "first_value",
+        "mean_value",
+        "watermark",
+        "timing",
+        "fired_at",
+    ]
+    got_results = read_output(spark, tmp_path / "out", "results")
+    want_results = before(want.results.toArrow(), "fired_at", frontier)
+    assert rows_of(got_results, result_cols) == rows_of(want_results, result_cols)
+    assert got_results.num_rows > 20
+    late_cols = [*table.column_names, "watermark"]
+    got_late = read_output(spark, tmp_path / "out", "late")
+    assert rows_of(got_late, late_cols) == rows_of(
+        before(want.late.toArrow(), "arrival", frontier), late_cols
+    )
+    drop_cols = [*table.column_names, "reason"]
+    want_dropped = want.dropped.toArrow()
+    placed = before(want_dropped.filter(pc.is_valid(want_dropped["arrival"])), "arrival", frontier)
+    got_dropped = read_output(spark, tmp_path / "out", "dropped")
+    assert rows_of(got_dropped, drop_cols) == rows_of(placed, drop_cols)
+    assert got_dropped.num_rows >= 7
+    want.unpersist()
