@@ -160,10 +160,13 @@ WINDOWS = {
     ),
     "session": (EventTimeSessionWindows.with_gap(timedelta(seconds=2)), timedelta(seconds=4)),
 }
-AGGS = ["count", ("sum", "value"), ("max", "value"), ("first", "value"), ("mean", "value")]
+AGGS = ["count", ("sum", "value"), ("max", "value"), ("first", "value"), ("last", "value")]
+KEYED_AGGS = [*AGGS, ("mean", "value")]
 
 
-def windows_handler(folder: Path, window: Any, lateness: Any, **kwargs: Any) -> StreamingWindows:
+def windows_handler(
+    folder: Path, window: Any, lateness: Any, aggs: Any, **kwargs: Any
+) -> StreamingWindows:
     return StreamingWindows(
         STRATEGY,
         window,
@@ -171,7 +174,7 @@ def windows_handler(folder: Path, window: Any, lateness: Any, **kwargs: Any) -> 
         event_time="event_time",
         channel="partition",
         arrival="arrival",
-        aggs=AGGS,
+        aggs=aggs,
         allowed_lateness=lateness,
         state_location=str(folder / "state"),
         outputs=ParquetOutputs(str(folder / "out")),
@@ -180,19 +183,32 @@ def windows_handler(folder: Path, window: Any, lateness: Any, **kwargs: Any) -> 
 
 
 @pytest.mark.parametrize(
-    ("name", "files"),
-    [("tumbling", 1), ("tumbling", 7), ("tumbling+lateness", 5), ("sliding", 6), ("session", 5)],
+    ("name", "files", "path"),
+    [
+        ("tumbling", 1, "native"),
+        ("tumbling", 7, "native"),
+        ("tumbling", 7, "keyed"),
+        ("tumbling+lateness", 5, "native"),
+        ("tumbling+lateness", 5, "keyed"),
+        ("sliding", 6, "native"),
+        ("sliding", 6, "keyed"),
+        ("session", 5, "keyed"),
+    ],
 )
 def test_streaming_windows_equal_window_aggregate(
-    spark: Any, stream: pa.Table, tmp_path: Path, name: str, files: int
+    spark: Any, stream: pa.Table, tmp_path: Path, name: str, files: int, path: str
 ) -> None:
     """Every firing at or before the final frontier (its ``fired_at``), every late and
-    dropped row of those records, as the batch function gives them."""
+    dropped row of those records, as the batch function gives them; on the native path
+    (Spark aggregations, open windows carried) and the keyed one (Rust operators
+    carried)."""
     window, lateness = WINDOWS[name]
+    aggs = AGGS if path == "native" else KEYED_AGGS
     table = generate(dataclasses.replace(SPEC, null_event_times=7))
     source = write_files(table, tmp_path / "in", files)
-    handler = windows_handler(tmp_path, window, lateness)
+    handler = windows_handler(tmp_path, window, lateness, aggs, path=path)
     run_query(spark, source, spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    assert {p["path"] for p in handler.progress} == {path}
     frontier = handler.progress[-1]["frontier"]
     want = window_aggregate(
         spark.createDataFrame(table),
@@ -202,22 +218,11 @@ def test_streaming_windows_equal_window_aggregate(
         event_time="event_time",
         channel="partition",
         arrival="arrival",
-        aggs=AGGS,
+        aggs=aggs,
         allowed_lateness=lateness,
     )
-    result_cols = [
-        "key",
-        "window_start",
-        "window_end",
-        "count",
-        "sum_value",
-        "max_value",
-        "first_value",
-        "mean_value",
-        "watermark",
-        "timing",
-        "fired_at",
-    ]
+    values = [a if isinstance(a, str) else f"{a[0]}_{a[1]}" for a in aggs]
+    result_cols = ["key", "window_start", "window_end", *values, "watermark", "timing", "fired_at"]
     got_results = read_output(spark, tmp_path / "out", "results")
     want_results = before(want.results.toArrow(), "fired_at", frontier)
     assert rows_of(got_results, result_cols) == rows_of(want_results, result_cols)

@@ -81,6 +81,7 @@ class Segment:
         timeline: the combined timeline's rows of the batch (``time``, ``watermark``,
             ``status``, ``min_channel`` as a channel value, ``advance``).
         restamped: rows of this batch re-stamped to the previous frontier.
+        start_watermark: the combined watermark at the previous frontier.
         watermark: the combined watermark at the frontier (``MIN``: none yet).
         min_channel: the channel value holding the combined watermark back at the
             frontier (None when none is aligned).
@@ -92,6 +93,7 @@ class Segment:
     buckets: pa.Table
     timeline: pa.Table
     restamped: int
+    start_watermark: int
     watermark: int
     min_channel: Any
     idle: list[Any]
@@ -125,7 +127,7 @@ def with_ticks(df: DataFrame, plan: WatermarkPlan, frontier: int | None) -> Data
 
 def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
     """The batch's per-(channel, bucket) rows: ``channel``, ``bucket``, ``arrival``
-    (the latest), ``max_ts``, ``rows``, ``restamped``."""
+    (the latest), ``max_ts``, ``min_ts``, ``rows``, ``restamped``."""
     from pyspark.sql import functions as F
 
     return (
@@ -135,6 +137,7 @@ def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
         .agg(
             F.max(ARRIVAL).alias("arrival"),
             F.max(TS).alias("max_ts"),
+            F.min(TS).alias("min_ts"),
             F.count(F.lit(1)).alias("rows"),
             F.sum(F.col(RESTAMPED).cast("long")).alias("restamped"),
         )
@@ -156,6 +159,7 @@ def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance:
     builder = TimelineBuilder(plan.strategy, len(channels), emit_interval=interval)
     if state.builder is not None:
         builder.restore(state.builder)
+    start_watermark = builder.watermark
     for value in sorted(set(table.column("channel").to_pylist()) - set(channels)):
         at = bisect.bisect_left(channels, value)
         channels.insert(at, value)
@@ -210,6 +214,7 @@ def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance:
         buckets,
         timeline,
         restamped,
+        start_watermark,
         builder.watermark,
         None if holder is None else channels[holder],
         idle,

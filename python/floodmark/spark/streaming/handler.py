@@ -27,7 +27,8 @@ import os
 import signal
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,25 @@ KILL_POINTS = (
     "after_marker",
     "before_spark_commit",
 )
+
+
+class Clock:
+    """Seconds spent per kind of work in one batch (``state``: floodmark's state read
+    and written; ``driver``: the timeline builder and the plan on the driver)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, kind: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[kind] = self.spent.get(kind, 0.0) + time.perf_counter() - started
+
+    def ms(self, kind: str) -> int:
+        return round(1000 * self.spent.get(kind, 0.0))
 
 
 @dataclass
@@ -111,6 +131,7 @@ class BatchHandler(ABC):
         self.allowance = allowance
         self.on_progress = on_progress
         self.progress: list[dict[str, Any]] = []
+        self.clock = Clock()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
 
     # --- what subclasses provide -----------------------------------------------------
@@ -175,6 +196,7 @@ class BatchHandler(ABC):
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """The ``foreachBatch`` function: processes micro-batch ``batch_id``."""
         started = time.perf_counter()
+        self.clock = Clock()
         plan = self.check(batch)
         spark = batch.sparkSession
         store = StateStore(spark, self.state_location)
@@ -185,9 +207,10 @@ class BatchHandler(ABC):
             self.kill("before_spark_commit", batch_id)
             return
         self.kill("start", batch_id)
-        previous = store.last_before(batch_id)
-        state = load_engine(store, previous)
-        store.delete(store.version(batch_id))  # what a failed attempt left
+        with self.clock("state"):
+            previous = store.last_before(batch_id)
+            state = load_engine(store, previous)
+            store.delete(store.version(batch_id))  # what a failed attempt left
         batch.persist()
         try:
             result = self.run(batch, batch_id, plan, state, store)
@@ -197,6 +220,9 @@ class BatchHandler(ABC):
             "batch_id": batch_id,
             "query_id": query_id,
             "seconds": round(time.perf_counter() - started, 3),
+            "state_ms": self.clock.ms("state"),
+            "driver_ms": self.clock.ms("driver"),
+            "state_bytes": store.size(store.version(batch_id)),
             "kinds": result.kinds,
             **result.summary,
         }

@@ -111,6 +111,12 @@ class StateStore:
         if not self._fs.rename(self._p(source), self._p(target)):
             raise StateError(f"cannot move {source} to {target}")
 
+    def size(self, path: str) -> int:
+        """Bytes under ``path`` (0 if it does not exist)."""
+        if not self.exists(path):
+            return 0
+        return int(self._fs.getContentSummary(self._p(path)).getLength())
+
     def names(self, path: str) -> list[str]:
         """The names in folder ``path`` (empty if it does not exist)."""
         if not self.exists(path):

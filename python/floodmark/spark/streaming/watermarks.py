@@ -62,15 +62,22 @@ def advance_batch(
     plan: WatermarkPlan,
     state: EngineState,
     store: StateStore,
+    inspect: Callable[[pa.Table], None] | None = None,
 ) -> tuple[DataFrame, Segment, int]:
     """The watermark stages of one batch: ``(rows, segment, pending)``: the placeable
     rows (with the held back ones), the segment up to the new frontier (its state
-    saved) and how many rows wait for a later batch."""
+    saved) and how many rows wait for a later batch. ``inspect`` sees the batch's
+    per-(channel, bucket) rows first (and may refuse them)."""
     previous = store.last_before(batch_id)
     rows = batch_rows(batch, plan, state, pending_rows(store, previous, batch)).persist()
-    segment = advance(bucket_rows(rows, plan), plan, state, handler.allowance_ticks(plan))
+    table = bucket_rows(rows, plan)
+    if inspect is not None:
+        inspect(table)
+    with handler.clock("driver"):
+        segment = advance(table, plan, state, handler.allowance_ticks(plan))
     handler.kill("after_timeline", batch_id)
-    pending = save_pending(store, batch_id, rows, segment.state.frontier)
+    with handler.clock("state"):
+        pending = save_pending(store, batch_id, rows, segment.state.frontier)
     return rows, segment, pending
 
 
@@ -236,7 +243,8 @@ class StreamingWatermarks(BatchHandler):
             new = dataclasses.replace(
                 segment.state, late=state.late + late, dropped=state.dropped + errors
             )
-            save_engine(store, batch_id, new)
+            with self.clock("state"):
+                save_engine(store, batch_id, new)
         finally:
             rows.unpersist()
         result.summary = {

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.columns import quote
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
@@ -36,6 +37,7 @@ from floodmark.spark.streaming.handler import (
     BatchResult,
     save_engine,
 )
+from floodmark.spark.streaming.native import carried_windows, check_range, native_batch
 from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.streaming.watermarks import advance_batch, processed, progress, stamped_plan
 from floodmark.spark.windows import make_window_plan, results_frame
@@ -46,6 +48,7 @@ from floodmark.spark.windows.keyed import (
     output_schemas,
     packed_outputs,
 )
+from floodmark.spark.windows.native import candidate
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
 from floodmark.spark.windows.side_outputs import errors_frame, matched, side_frame
 from floodmark.strategy import WatermarkStrategy
@@ -153,6 +156,9 @@ class StreamingWindows(BatchHandler):
         key_groups: how many groups the keys' operator state is cut into (64); part of
             the state's layout, so it cannot change between restarts.
         num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
+        path: ``auto`` (the native path where it applies, see
+            :mod:`floodmark.spark.streaming.native`), ``native`` or ``keyed``; part of the
+            state's layout, so it cannot change between restarts.
         on_progress: called with each committed batch's progress summary.
     """
 
@@ -175,6 +181,7 @@ class StreamingWindows(BatchHandler):
         allowance: Duration = DEFAULT_ALLOWANCE,
         key_groups: int = DEFAULT_KEY_GROUPS,
         num_partitions: int | None = None,
+        path: str = "auto",
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -198,6 +205,23 @@ class StreamingWindows(BatchHandler):
         self.num_partitions = (
             None if num_partitions is None else positive_int(num_partitions, "num_partitions")
         )
+        if path not in ("auto", "native", "keyed"):
+            raise InvalidParameterError(
+                f"invalid parameter `path`: expected 'auto', 'native' or 'keyed', got {path!r}"
+            )
+        self.path = path
+
+    def chosen_path(self, wplan: WindowPlan) -> str:
+        """``native`` for tumbling windows and sliding windows without gaps with
+        order-free aggregates of integers (``auto``), else ``keyed``."""
+        native = candidate(wplan)
+        if self.path == "native" and not native:
+            raise InvalidParameterError(
+                "invalid parameter `path`: the native path runs tumbling windows and "
+                "sliding windows without gaps, with count and sum/min/max/first/last of "
+                "integer columns; use path='auto' or 'keyed'"
+            )
+        return "native" if native and self.path != "keyed" else "keyed"
 
     def window_plan(self, events: DataFrame, plan: WatermarkPlan) -> WindowPlan:
         return make_window_plan(
@@ -206,18 +230,22 @@ class StreamingWindows(BatchHandler):
 
     def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
         kind, size, slide, offset, gap = self.window.params(plan.event_time.unit)
+        path = self.path
+        if getattr(self, "_plan", None) is not None:
+            path = self.chosen_path(self._plan)
         return {
             "window": [kind, size, slide, offset, gap],
             "key": [self.key] if isinstance(self.key, str) else list(self.key),
             "aggs": [a if isinstance(a, str) else list(a) for a in self.aggs],
             "allowed_lateness": str(self.allowed_lateness),
             "key_groups": self.key_groups,
-            "path": "keyed",
+            "path": path,
         }
 
     def check(self, events: DataFrame) -> WatermarkPlan:
         plan = self.watermark_plan(events)
-        self.window_plan(events, plan)
+        self._plan = self.window_plan(events, plan)
+        self.chosen_path(self._plan)
         return plan
 
     def run(
@@ -230,20 +258,25 @@ class StreamingWindows(BatchHandler):
     ) -> BatchResult:
         result = BatchResult({})
         wplan = self.window_plan(batch, plan)
-        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
+        native = self.chosen_path(wplan) == "native"
+        inspect = (lambda table: check_range(table, wplan)) if native else None
+        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store, inspect)
         try:
-            counts = self.keyed(batch, batch_id, wplan, rows, segment, store, result)
+            step = self.native if native else self.keyed
+            counts = step(batch, batch_id, wplan, rows, segment, store, result)
             self.kill("after_outputs", batch_id)
             new = dataclasses.replace(
                 segment.state,
                 late=state.late + counts["late"],
                 dropped=state.dropped + counts["dropped"],
             )
-            save_engine(store, batch_id, new)
+            with self.clock("state"):
+                save_engine(store, batch_id, new)
         finally:
             rows.unpersist()
         result.summary = {
             **progress(segment, plan, pending),
+            "path": "native" if native else "keyed",
             "results": counts["result"],
             "late": counts["late"],
             "dropped": counts["dropped"],
@@ -251,6 +284,37 @@ class StreamingWindows(BatchHandler):
             "dropped_total": new.dropped,
         }
         return result
+
+    def native(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        wplan: WindowPlan,
+        rows: DataFrame,
+        segment: st.Segment,
+        store: StateStore,
+        result: BatchResult,
+    ) -> dict[str, int]:
+        """The native pass of one batch: outputs written, open windows saved; returns
+        the counts of results, late and dropped rows."""
+        spark = batch.sparkSession
+        previous = store.last_before(batch_id)
+        out = native_batch(rows, wplan, segment, carried_windows(store, previous, spark))
+        counts = {}
+        for kind, frame in (
+            ("result", results_frame(out.results, wplan)),
+            ("late", side_frame(out.late, wplan, batch, "late")),
+            ("dropped", errors_frame(batch, wplan)),
+        ):
+            frame = frame.persist()
+            try:
+                counts[kind] = frame.count()
+                self.write("results" if kind == "result" else kind, frame, batch_id, result)
+            finally:
+                frame.unpersist()
+        with self.clock("state"):
+            out.open.write.mode("overwrite").parquet(store.version(batch_id, "open"))
+        return counts
 
     def keyed(
         self,
@@ -330,7 +394,8 @@ class StreamingWindows(BatchHandler):
                     [StructField(_GROUP, IntegerType()), StructField(_SNAPSHOT, BinaryType())]
                 ),
             )
-            operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
+            with self.clock("state"):
+                operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
             totals = {"result": 0, "late": 0, "dropped": 0}
             for _, counts in unpack_local(out.where(only("stats")).toArrow()):
                 for name, value in counts.to_pylist()[0].items():

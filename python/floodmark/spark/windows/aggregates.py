@@ -1,15 +1,18 @@
-"""The native window path's aggregates, as the Rust operator computes them, as parts:
-Spark aggregate expressions that serve both ``groupBy`` (on-time firings) and running
-window functions (refirings), and the value computed from them.
+"""The native window path's aggregates, as the Rust operator computes them, as
+mergeable **parts**: a value per record (:func:`row_parts`) and how two parts combine
+(:data:`MERGE`: a sum, a minimum or a maximum), so the same definition serves
+``groupBy`` (on-time firings), running window functions (refirings) and, in a live
+query, the partial aggregates of windows still open carried from batch to batch.
 
-* ``count``: a count;
+* ``count``: a count (the sum of ones);
 * ``sum`` of a ``bigint`` column: the sums of its low and high 32-bit halves,
   recombined wrapping like a Java ``long``, so that Spark's ANSI mode cannot fail
   (exact below 2^31 values);
 * ``min`` / ``max``;
 * ``first`` / ``last``: the value at the smallest / largest ``(event time, arrival,
   channel, first/last values)`` among non-null values (the runner's order; see
-  :meth:`WindowPlan.tie_values`).
+  :meth:`WindowPlan.tie_values`): the minimum / maximum of that struct with the value
+  last.
 """
 
 from __future__ import annotations
@@ -38,27 +41,53 @@ def part_names(i: int, agg: Agg) -> list[str]:
     return [f"__fm_part{i}_{k}" for k in range(n)]
 
 
-def parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
-    """The ``i``-th aggregate's parts: ``(name, aggregate expression)``, the expression
-    unnamed so that it serves ``agg`` and ``over`` alike."""
+def row_parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
+    """The ``i``-th aggregate's parts for one record: ``(name, value)``."""
     from pyspark.sql import functions as F
 
+    names = part_names(i, agg)
     if isinstance(agg, str):  # "count"
-        return list(zip(part_names(i, agg), [F.count(F.lit(1))], strict=True))
+        return [(names[0], F.lit(1).cast("bigint"))]
     func, column = agg
     value = F.col(quote(column)).cast("bigint")
     if func == "sum":
-        cols = [F.sum(value.bitwiseAND(F.lit(_LOW32))), F.sum(F.shiftright(value, 32))]
+        cols = [value.bitwiseAND(F.lit(_LOW32)), F.shiftright(value, 32)]
     elif func in ("min", "max"):
-        cols = [F.min(value) if func == "min" else F.max(value)]
+        cols = [value]
     else:  # first / last: by event time, ties by arrival, channel, first/last values
         ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
-        order = F.when(
-            value.isNotNull(),
-            F.struct(F.col(TS), F.col(ARRIVAL), F.col(quote(plan.wm.channel)), *ties),
-        )
-        cols = [F.min_by(value, order) if func == "first" else F.max_by(value, order)]
-    return list(zip(part_names(i, agg), cols, strict=True))
+        channel = F.col(quote(plan.wm.channel))
+        order = F.struct(F.col(TS), F.col(ARRIVAL), channel, *ties, value.alias("value"))
+        cols = [F.when(value.isNotNull(), order)]
+    return list(zip(names, cols, strict=True))
+
+
+def merge(agg: Agg) -> Callable[[Column], Column]:
+    """How the parts of an aggregate combine: every part of one aggregate the same way
+    (nulls ignored)."""
+    from pyspark.sql import functions as F
+
+    kind = agg if isinstance(agg, str) else agg[0]
+    if kind in ("count", "sum"):
+        return F.sum
+    if kind in ("min", "first"):
+        return F.min
+    return F.max
+
+
+def parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
+    """The ``i``-th aggregate's parts over records: ``(name, aggregate expression)``,
+    the expression unnamed so that it serves ``agg`` and ``over`` alike."""
+    combine = merge(agg)
+    return [(name, combine(value)) for name, value in row_parts(plan, i, agg)]
+
+
+def merged(i: int, agg: Agg) -> list[tuple[str, Column]]:
+    """The ``i``-th aggregate's parts over rows that hold parts: ``(name, expression)``."""
+    from pyspark.sql import functions as F
+
+    combine = merge(agg)
+    return [(name, combine(F.col(name))) for name in part_names(i, agg)]
 
 
 def result(i: int, agg: Agg, p: Parts) -> Column:
@@ -66,8 +95,10 @@ def result(i: int, agg: Agg, p: Parts) -> Column:
     from pyspark.sql import functions as F
 
     names = part_names(i, agg)
-    if isinstance(agg, str) or agg[0] != "sum":
+    if isinstance(agg, str) or agg[0] in ("min", "max"):
         out = p(names[0])
+    elif agg[0] in ("first", "last"):
+        out = p(names[0]).getField("value")
     else:
         low, high = p(names[0]), p(names[1])
         carried = F.shiftleft(high + F.shiftright(low, 32), 32)
@@ -75,4 +106,4 @@ def result(i: int, agg: Agg, p: Parts) -> Column:
     return out.alias(agg_name(agg))
 
 
-__all__ = ["ORDER_FREE", "part_names", "parts", "result"]
+__all__ = ["ORDER_FREE", "merge", "merged", "part_names", "parts", "result", "row_parts"]

@@ -57,12 +57,12 @@ from floodmark.spark.columns import quote
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array, in_force_column
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.timeline import LateProbe, Timeline
-from floodmark.spark.windows.aggregates import ORDER_FREE, parts, result
+from floodmark.spark.windows.aggregates import ORDER_FREE, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: Event times and watermarks within this bound keep the window arithmetic in range.
 SAFE = 1 << 62
@@ -175,26 +175,20 @@ def native_outputs(
         return None
     spark = df.sparkSession
     in_force_wm = in_force_column(spark, timeline, ARRIVAL)
-    fire_wm, fire_time = (constant_array(spark, a) for a in (sched.watermarks, sched.times))
-    if in_force_wm is None or fire_wm is None or fire_time is None:
+    firing_at = firing_columns(spark, plan, sched)
+    if in_force_wm is None or firing_at is None:
         return None
+    fire_wm_col, fire_time_col = firing_at
 
     wm, size = plan.wm, sched.size
-    ts = F.col(TS)
-    # Spark may test the other null checks of valid_rows after this arithmetic: the
-    # CASE keeps it in range (ANSI mode) for rows that filter will drop.
-    step = sched.step
-    window_start = F.when(  # the record's last window (sliding windows: the latest start)
-        ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(sched.offset), F.lit(step))
-    )
     # Every input column rides along (the late output carries them; the aggregations
     # read only what they need, and Spark prunes the rest).
     recs = (
         df.where(valid_rows(wm))
         .select("*", wm.event_time.ticks().alias(TS), wm.arrival.ticks().alias(ARRIVAL))
-        .select("*", in_force_wm.alias(_WM), window_start.alias(_WS))
+        .select("*", in_force_wm.alias(_WM), last_window_start(plan).alias(_WS))
     )
-    max_ts = F.col(_WS) + F.lit(size - 1)
+    max_ts = window_max(plan)
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
     maybe_late = timeline.maybe_late if timeline.maybe_late is not None else I64_MAX
@@ -203,38 +197,78 @@ def native_outputs(
     on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
     is_open = max_ts + F.lit(plan.lateness) > F.col(_WM) if maybe_late else F.lit(True)
 
-    pairs = recs
-    if size > step:  # sliding: a row per (record, window), back from its last window
-        latest = F.col(_WS)
-        back = (-(-size // step) - 1) * step
-        starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
-        pairs = recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
-            F.col(_WS) > ts - F.lit(size)
-        )
+    pairs = with_pairs(recs, plan)
     keys = [F.col(quote(k)) for k in plan.keys]
     specs = [part for i, a in enumerate(plan.aggs) for part in parts(plan, i, a)]
     grouped = pairs.where(on_time).groupBy(*keys, F.col(_WS)).agg(*[c.alias(n) for n, c in specs])
-    index = F.expr(f"CAST(({_WS} - ({sched.low})) div {step} AS INT)")
     at_end = max_ts > F.lit(sched.last_watermark)
-    before = max_ts <= F.lit(sched.first[0])
     firing = [
-        F.when(at_end, F.lit(I64_MAX))
-        .when(before, F.lit(sched.first[0]))
-        .otherwise(F.get(fire_wm, index))
-        .alias("watermark"),
+        F.when(at_end, F.lit(I64_MAX)).otherwise(fire_wm_col).alias("watermark"),
         F.lit(False).alias(REFIRE),
-        F.when(at_end, F.lit(None).cast("bigint"))
-        .when(before, F.lit(sched.first[1]))
-        .otherwise(F.get(fire_time, index))
-        .alias("trigger_time"),
+        F.when(at_end, F.lit(None).cast("bigint")).otherwise(fire_time_col).alias("trigger_time"),
     ]
     results = grouped.select(*keys, *window_bounds(size), *finished(plan, F.col), *firing)
     if plan.lateness and maybe_late:
-        results = results.unionByName(refirings(plan, pairs, on_time, is_open, specs, size))
+        results = results.unionByName(refirings(plan, pairs, on_time, is_open, size))
     late = recs.where(~is_open).select(
         *[F.col(quote(c)) for c in df.columns], F.col(_WM).alias("watermark")
     )
     return results, late
+
+
+def last_window_start(plan: WindowPlan) -> Column:
+    """The start of each record's last window (sliding windows: the latest start), from
+    ``TS``; null outside the safe range (Spark may test the other null checks of
+    ``valid_rows`` after this arithmetic: the CASE keeps it in range under ANSI mode)."""
+    from pyspark.sql import functions as F
+
+    _, _, step, offset = grid(plan)
+    ts = F.col(TS)
+    return F.when(ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(offset), F.lit(step)))
+
+
+def window_max(plan: WindowPlan) -> Column:
+    """The window's largest timestamp, ``start + size - 1``, from the start ``_WS``."""
+    from pyspark.sql import functions as F
+
+    _, size, _, _ = grid(plan)
+    return F.col(_WS) + F.lit(size - 1)
+
+
+def with_pairs(recs: DataFrame, plan: WindowPlan) -> DataFrame:
+    """One row per (record, window): sliding windows explode, back from the record's
+    last window (``_WS``); tumbling windows are the records themselves."""
+    from pyspark.sql import functions as F
+
+    _, size, step, _ = grid(plan)
+    if size <= step:
+        return recs
+    latest = F.col(_WS)
+    back = (-(-size // step) - 1) * step
+    starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
+    return recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
+        F.col(_WS) > F.col(TS) - F.lit(size)
+    )
+
+
+def firing_columns(
+    spark: SparkSession, plan: WindowPlan, sched: Schedule
+) -> tuple[Column, Column] | None:
+    """``(watermark, time)`` of the advance that fires each window (by ``_WS``) among
+    the schedule's: windows ending at or before the first advance fire at it; read
+    from two constant arrays (None without a JVM gateway). Windows ending after the
+    last advance are not covered: the caller decides (end of input, or still open)."""
+    from pyspark.sql import functions as F
+
+    fire_wm, fire_time = (constant_array(spark, a) for a in (sched.watermarks, sched.times))
+    if fire_wm is None or fire_time is None:
+        return None
+    index = F.expr(f"CAST(({_WS} - ({sched.low})) div {sched.step} AS INT)")
+    before = window_max(plan) <= F.lit(sched.first[0])
+    return (
+        F.when(before, F.lit(sched.first[0])).otherwise(F.get(fire_wm, index)),
+        F.when(before, F.lit(sched.first[1])).otherwise(F.get(fire_time, index)),
+    )
 
 
 def window_bounds(size: int) -> list[Column]:
@@ -254,15 +288,17 @@ def refirings(
     pairs: DataFrame,
     on_time: Column,
     is_open: Column,
-    specs: list[tuple[str, Column]],
     size: int,
+    carried: DataFrame | None = None,
 ) -> DataFrame:
     """One result per (record, window) pair that refires its window (allowed lateness):
     running aggregates over the window's open pairs in the runner's order (arrival,
     channel, event time, key; a window's on-time records arrive before its refiring
     ones), with the watermark the record met and its arrival as the trigger time. Only
     the windows that refire are aggregated: their keys and starts are broadcast (one
-    row per refired window) and select the open pairs."""
+    row per refired window) and select the open pairs. In a live query, ``carried``
+    holds the parts of the records of earlier batches (keys, ``_WS``, the parts), one
+    row per window, which comes first."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -274,20 +310,49 @@ def refirings(
     same = F.col(_WS) == F.col("__fm_refired_ws")
     for j, k in enumerate(plan.keys):
         same = same & F.col(quote(k)).eqNullSafe(F.col(f"__fm_refired{j}"))
-    windows = pairs.where(is_open).join(F.broadcast(refired.distinct()), same, "left_semi")
+    chosen = F.broadcast(refired.distinct())
+    row_specs = [part for i, a in enumerate(plan.aggs) for part in row_parts(plan, i, a)]
     channel = [F.col(quote(plan.wm.channel))] if plan.wm.channel not in plan.keys else []
     ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
+    ordering = [F.col(ARRIVAL), *channel, F.col(TS), *keys, *ties]
+    rows = (
+        pairs.where(is_open)
+        .join(chosen, same, "left_semi")
+        .select(
+            *keys,
+            F.col(_WS),
+            F.col(_WM),
+            F.lit(1).alias(_REFIRES + "_kind"),
+            (~on_time).alias(_REFIRES),
+            *[c.alias(f"__fm_order{j}") for j, c in enumerate(ordering)],
+            *[c.alias(n) for n, c in row_specs],
+        )
+    )
+    if carried is not None:  # earlier batches' parts, ordered first
+        prefix = carried.join(chosen, same, "left_semi").select(
+            *keys,
+            F.col(_WS),
+            F.lit(None).cast("bigint").alias(_WM),
+            F.lit(0).alias(_REFIRES + "_kind"),
+            F.lit(False).alias(_REFIRES),
+            *[F.col(n) for n, _ in row_specs],
+        )
+        rows = rows.unionByName(prefix, allowMissingColumns=True)
     order = Window.partitionBy(*keys, F.col(_WS)).orderBy(
-        F.col(ARRIVAL), *channel, F.col(TS), *keys, *ties
+        F.col(_REFIRES + "_kind"), *[F.col(f"__fm_order{j}") for j in range(len(ordering))]
     )
     so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    running = windows.select(
+    running = rows.select(
         *keys,
         _WS,
         _WM,
-        ARRIVAL,
-        (~on_time).alias(_REFIRES),
-        *[c.over(so_far).alias(n) for n, c in specs],
+        F.col("__fm_order0").alias(ARRIVAL),
+        _REFIRES,
+        *[
+            merge(a)(F.col(n)).over(so_far).alias(n)
+            for i, a in enumerate(plan.aggs)
+            for n, _ in row_parts(plan, i, a)
+        ],
     )
     return running.where(F.col(_REFIRES)).select(
         *keys,
@@ -299,4 +364,14 @@ def refirings(
     )
 
 
-__all__ = ["candidate", "native_outputs", "suitable"]
+__all__ = [
+    "candidate",
+    "firing_columns",
+    "last_window_start",
+    "native_outputs",
+    "refirings",
+    "schedule",
+    "suitable",
+    "window_max",
+    "with_pairs",
+]
