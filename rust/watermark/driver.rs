@@ -34,6 +34,7 @@
 
 use crate::error::{Error, Result};
 
+use super::builder::MAX_EVERY_GRID_CALLS;
 use super::output::ChannelOutput;
 use super::strategy::Generator;
 use super::Emission;
@@ -270,6 +271,18 @@ pub fn drive_into(
     emissions: &mut Vec<EmissionRow>,
 ) -> Result<()> {
     let (k0, k1) = check_inputs(event_ts, arrival, marker, params)?;
+    let points = u64::try_from(i128::from(k1) - i128::from(k0) + 1).unwrap_or(u64::MAX);
+    if !gen.base().periodic_is_stable() && points > MAX_EVERY_GRID_CALLS {
+        // Processing-time lag emits at every grid time: bound the work up front.
+        return Err(Error::param(
+            "emit_interval",
+            format!(
+                "a processing-time-lag watermark is emitted at every grid time: {points} grid \
+                 times over the arrival span is more than {MAX_EVERY_GRID_CALLS}; give a \
+                 larger emit_interval or a shorter arrival span"
+            ),
+        ));
+    }
     let interval = params.interval;
     let n = event_ts.len();
     record_watermark.clear();
@@ -551,6 +564,24 @@ mod tests {
             .unwrap();
             assert_eq!(o.record_watermark.len(), 2);
         }
+    }
+
+    #[test]
+    fn a_lag_generator_over_a_huge_grid_is_refused_up_front() {
+        let mut g = Generator::new(BaseGenerator::processing_time_lag(5).unwrap());
+        let p = DriveParams {
+            interval: 1,
+            start: 0,
+            until: i64::MAX - 1,
+        };
+        let e = drive(&mut g, &mut ChannelOutput::new(), &[1], &[0], None, &p).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidParameter {
+                name: "emit_interval",
+                ..
+            }
+        ));
     }
 
     #[test]

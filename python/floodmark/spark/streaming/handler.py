@@ -249,6 +249,11 @@ class BatchHandler(ABC):
         if self._kill_at and self._kill_at == f"{point}:{batch_id}":
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def summary_for(self, batch_id: int) -> dict[str, Any] | None:
+        """The progress summary of batch ``batch_id`` this handler committed (None if it
+        did not: e.g. a batch before a restart)."""
+        return next((p for p in reversed(self.progress) if p["batch_id"] == batch_id), None)
+
     @property
     def last_progress(self) -> dict[str, Any] | None:
         """The newest batch's progress summary (None before the first)."""
