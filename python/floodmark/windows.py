@@ -16,7 +16,10 @@ Departures from Flink (each deliberate, nothing is lost silently):
   and :meth:`TumblingEventTimeWindows.assign_windows` raises
   :class:`~floodmark.exceptions.InvalidInputError`.
 * Sliding windows near ``Long.MIN_VALUE`` whose start would wrap past ``MIN`` stop
-  there (Flink would loop through the wrapped range).
+  there (Flink would loop through the wrapped range); a record of a gapped sliding
+  assigner whose grid cell begins below ``MIN`` is in no window.
+* ``size <= 0`` and ``slide <= 0`` are refused whatever the offset (Flink accepts a
+  negative one with ``offset = Long.MIN_VALUE``, as ``Math.abs(MIN)`` is negative).
 """
 
 from __future__ import annotations
