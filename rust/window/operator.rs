@@ -9,7 +9,8 @@
 //! windows.
 //!
 //! Between two watermark advances, tumbling and sliding records are looked up a
-//! chunk at a time (see `lookahead.rs`) and then added in order; the aggregates
+//! chunk at a time (a bounded number of records and windows, see `lookahead.rs`)
+//! and then added in order; the aggregates
 //! are resolved against the batch's columns once per call (`RowAdder`).
 
 use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
@@ -407,19 +408,22 @@ impl WindowOperator {
         let (batch, ids) = (src.batch, src.ids);
         let merging = self.cfg.assigner.is_merging();
         let mut look = std::mem::take(&mut self.lookahead);
-        for chunk in rows.clone().step_by(CHUNK) {
-            let end = rows.end.min(chunk + CHUNK);
-            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
+        let mut chunk = rows.start;
+        while chunk < rows.end {
+            let mut end = rows.end.min(chunk + CHUNK);
             if !merging {
-                look.fill(
-                    &self.cfg.assigner,
-                    &mut self.grid,
-                    &self.store,
-                    &ids[chunk..end],
-                    &batch.event_time[chunk..end],
-                    valid,
-                );
+                // the chunk may end early: it holds a bounded number of windows
+                end = chunk
+                    + look.fill(
+                        &self.cfg.assigner,
+                        &mut self.grid,
+                        &self.store,
+                        &ids[chunk..end],
+                        &batch.event_time[chunk..end],
+                        batch.event_time_valid.map(|m| &m[chunk..end]),
+                    );
             }
+            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
             let mut created = false;
             let mut from = 0;
             for (i, row) in (chunk..end).enumerate() {
@@ -451,6 +455,7 @@ impl WindowOperator {
                     None => out.drop_row(row, DropReason::MinEventTime),
                 }
             }
+            chunk = end;
         }
         self.lookahead = look;
     }

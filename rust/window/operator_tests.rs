@@ -193,3 +193,21 @@ fn invalid_configuration_is_an_error() {
     });
     assert!(WindowOperator::new(cfg).is_err());
 }
+
+#[test]
+fn lookahead_holds_a_bounded_number_of_windows() {
+    // 32 records of 20,000 sliding windows each: the lookahead must not hold them all.
+    let mut o = op(WindowAssigner::sliding(20_000, 1, 0).unwrap(), 0);
+    let ts: Vec<Option<i64>> = (0..32).map(Some).collect();
+    let out = feed(&mut o, &ts, &[1; 32], &[]);
+    assert!(out.late_rows.is_empty() && out.dropped_rows.is_empty());
+    assert_eq!(o.live_windows(), 20_031);
+    let held = o
+        .lookahead
+        .windows
+        .capacity()
+        .max(o.lookahead.found.capacity());
+    assert!(held < 4 * 20_001, "the lookahead held {held} windows");
+    let fin = o.finish(None);
+    assert_eq!(fin.results.len(), 20_031);
+}
