@@ -135,7 +135,8 @@ impl WindowOperator {
             }
         }
         let keys = KeyDict::new(cfg.key_names.clone());
-        let timers = Timers::new(cfg.assigner.is_merging());
+        let cfg_merging = cfg.assigner.is_merging();
+        let timers = Timers::new(cfg_merging);
         let stride = cfg.aggs.len();
         Ok(Self {
             cfg,
@@ -143,7 +144,7 @@ impl WindowOperator {
             value_types: None,
             watermark: MIN_TICKS,
             position: 0,
-            store: WindowStore::new(stride),
+            store: WindowStore::new(stride, cfg_merging),
             timers,
             scratch: Vec::new(),
             due: Vec::new(),
@@ -584,32 +585,28 @@ impl WindowOperator {
     /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
     /// the key's live windows with it and returns the window the record goes to.
     fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
-        // Fast path: live windows of a key never touch each other, so unless the new
-        // window touches two of them or extends one, nothing merges.
-        if new.start < new.end {
-            let mut first = None;
-            let mut several = false;
-            let mut proper = true;
-            for w in self.store.windows(key) {
-                proper &= w.start < w.end;
-                if w.intersects(&new) {
-                    several |= first.is_some();
-                    first = first.or(Some(w));
+        if new.start < new.end && self.store.is_tidy(key) {
+            // Fast path: the key's windows are tidy (none wraps, no two touch), so
+            // Flink's sweep merges the new window with exactly the run of windows it
+            // touches (their cover touches no other), found in O(log n).
+            let mut hits = std::mem::take(&mut self.scratch);
+            hits.clear();
+            self.store.touching_tidy(key, new, &mut hits);
+            let window = match hits[..] {
+                [] => new,
+                [w] if w.start <= new.start && w.end >= new.end => w,
+                ref run => {
+                    let into = run.iter().fold(new, |c, w| c.cover(w));
+                    self.move_to_cover(key, run, into);
+                    into
                 }
-            }
-            match first {
-                None => return new,
-                Some(w) if !several && w.start <= new.start && w.end >= new.end => return w,
-                // The new window extends exactly one: with ordinary windows only, the
-                // general merge below reduces to moving that window's state to the cover.
-                Some(w) if !several && proper => {
-                    let into = w.cover(&new);
-                    self.move_to_cover(key, &[w], into);
-                    return into;
-                }
-                _ => {}
-            }
+            };
+            self.scratch = hits;
+            return window;
         }
+        // A window that wraps past MAX (event times within a gap of the end of the
+        // range) or windows that touch: Flink's sweep over all of them, which may
+        // also merge windows the new one does not touch.
         let mut all: Vec<TimeWindow> = self.store.windows(key).collect();
         all.push(new);
         let mut result = new;
@@ -626,6 +623,7 @@ impl WindowOperator {
             // their timers gone, a firing timer for the cover if it is not due yet.
             self.move_to_cover(key, &merged, merge.into);
         }
+        self.store.update_tidy(key, Some(result));
         result
     }
 

@@ -177,6 +177,11 @@ impl WindowOperator {
             }
         }
         r.finish()?;
+        if fresh.cfg.assigner.is_merging() {
+            for key in 0..fresh.keys.len() as u32 {
+                fresh.store.update_tidy(key, None);
+            }
+        }
         *self = fresh;
         Ok(())
     }
