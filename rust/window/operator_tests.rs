@@ -176,8 +176,21 @@ fn snapshot_round_trip_and_config_check() {
     );
     assert_eq!(rows(&ra), rows(&rb));
     assert_eq!(rows(&a.finish(None)), rows(&b.finish(None)));
-    let mut c = op(WindowAssigner::tumbling(20, 0).unwrap(), 3);
-    assert!(c.restore(&snap).is_err());
+    let refused = |mut other: WindowOperator| match other.restore(&snap) {
+        Err(crate::Error::Snapshot(m)) => m,
+        r => panic!("{r:?}"),
+    };
+    let m = refused(op(WindowAssigner::tumbling(20, 0).unwrap(), 3));
+    assert!(m.contains("assigner") && m.contains("size: 20"), "{m}");
+    let m = refused(op(WindowAssigner::tumbling(10, 0).unwrap(), 4));
+    assert!(m.contains("allowed lateness (3, this one has 4)"), "{m}");
+    let mut cfg = a.config().clone();
+    cfg.aggs[1].func = AggFn::Max;
+    let m = refused(WindowOperator::new(cfg).unwrap());
+    assert!(
+        m.contains(r#"["count", "sum(v)"], this one has ["count", "max(v)"]"#),
+        "{m}"
+    );
     assert!(b.restore(&snap[..snap.len() - 1]).is_err());
 }
 

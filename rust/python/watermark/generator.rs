@@ -4,16 +4,23 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::Error;
+use crate::snapshot::{Reader, Writer};
 use crate::watermark::{BaseGenerator, Channel, Emission, Generator};
 
 use super::arrays::emissions_to_py;
 
+/// Snapshot kind byte of a [`PyGenerator`] (next to the kinds of
+/// `crate::watermark::kinds`): its channel's snapshot and the last grid time.
+const SNAPSHOT_KIND: u8 = 0x15;
+
 /// A native watermark generator (bounded out-of-orderness, punctuated,
 /// processing-time lag or none), optionally with idleness, together with the output
-/// filter `drive` continues from (a [`Channel`]).
+/// filter `drive` continues from (a [`Channel`]) and the last grid time `drive` ran
+/// it to (a continued `drive` must start after it).
 #[pyclass(module = "floodmark._core", name = "_Generator")]
 pub struct PyGenerator {
     pub(crate) inner: Channel,
+    last_grid: Option<i64>,
 }
 
 #[pymethods]
@@ -41,6 +48,7 @@ impl PyGenerator {
         };
         Ok(Self {
             inner: Channel::new(inner),
+            last_grid: None,
         })
     }
 
@@ -65,12 +73,35 @@ impl PyGenerator {
         emissions_to_py(&v)
     }
 
-    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.snapshot())
+    /// The last grid time `drive` ran the generator to (`None` before any).
+    #[getter]
+    fn get_last_grid(&self) -> Option<i64> {
+        self.last_grid
     }
 
+    #[setter]
+    fn set_last_grid(&mut self, value: Option<i64>) {
+        self.last_grid = value;
+    }
+
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut w = Writer::new(SNAPSHOT_KIND);
+        w.bytes(&self.inner.snapshot())
+            .bool(self.last_grid.is_some())
+            .i64(self.last_grid.unwrap_or(0));
+        PyBytes::new(py, &w.finish())
+    }
+
+    /// Restores a snapshot of a generator with the same configuration (kind, bound or
+    /// lag, idleness timeout); refuses any other.
     fn restore(&mut self, data: &[u8]) -> PyResult<()> {
-        self.inner = Channel::restore(data)?;
+        let mut r = Reader::new(data, SNAPSHOT_KIND)?;
+        let inner = Channel::restore(r.bytes()?)?;
+        let last_grid = r.bool()?.then_some(r.i64()?);
+        r.finish()?;
+        self.inner.generator.check_same_config(&inner.generator)?;
+        self.inner = inner;
+        self.last_grid = last_grid;
         Ok(())
     }
 
