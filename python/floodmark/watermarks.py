@@ -317,7 +317,7 @@ def _strings(values: Any, column: str) -> pa.Array:
 
 def _check_channels(num_channels: object) -> int:
     n = as_int(num_channels)
-    if n is None or n < 0:
+    if n is None or not 0 <= n <= I64_MAX:
         raise param_error(
             "num_channels",
             f"invalid parameter `num_channels`: expected an int >= 0, got {num_channels!r}",

@@ -49,8 +49,11 @@ class _Assigner:
     def __init__(
         self, size: Duration = 0, slide: Duration = 0, offset: Duration = 0, gap: Duration = 0
     ) -> None:
-        self._raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
-        if all(as_int(v) is not None for v in self._raw.values()):
+        raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
+        ints = {k: as_int(v) for k, v in raw.items()}
+        # numpy integers become ints (a timedelta stays one)
+        self._raw: dict[str, Duration] = {k: raw[k] if i is None else i for k, i in ints.items()}
+        if None not in ints.values():
             self.params("ms")  # plain ticks: check now (the unit does not matter)
 
     def params(self, unit: str = "ms") -> _Params:

@@ -134,6 +134,8 @@ def test_numpy_integers_are_ints() -> None:
     )
     assert combine(empty, num_channels=i(2)).num_rows == 0
     assert parameter_of(lambda: Valve(True)) == "num_channels"  # a bool is not a count
+    assert parameter_of(lambda: Valve(BIG)) == "num_channels"
+    assert repr(TumblingEventTimeWindows.of(i(10))) == "TumblingEventTimeWindows(size=10, offset=0)"
     s = WatermarkStrategy.for_bounded_out_of_orderness(i(5)).with_idleness(np.int32(100))
     assert s.bound == 5 and type(s.bound) is int
     gen = s.create_generator()
