@@ -271,20 +271,29 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return combined[0] if combined else batches[0].slice(0, 0)
 
 
-def _ints(values: list[Any], column: str, *, nullable: bool = False) -> list[Any]:
-    """``values`` as int64 ints (``None`` kept if ``nullable``), naming ``column``."""
+def _ints(values: Any, column: str, *, nullable: bool = False) -> list[Any]:
+    """``values`` (a sequence, numpy array or pyarrow array) as int64 ints (``None``
+    kept if ``nullable``), naming ``column``; signed integer arrays (without nulls
+    where none are allowed) skip the check of each value."""
+    if type(values).__name__ == "ndarray" and values.dtype.kind == "i":  # numpy
+        return list(values.tolist())
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_signed_integer(values.type) and (nullable or values.null_count == 0):
+            return list(values.to_pylist())
+        values = values.to_pylist()
     return [None if v is None and nullable else check_int64(v, column, column=True) for v in values]
 
 
 def _advances(watermarks: Any) -> tuple[list[int], list[int], list[int | None]]:
     if watermarks is None:
         return [], [], []
+    cols: dict[str, Any]
     if isinstance(watermarks, (pa.RecordBatch, pa.Table)):
-        cols = {n: watermarks.column(n).to_pylist() for n in watermarks.schema.names}
+        cols = {n: watermarks.column(n) for n in watermarks.schema.names}
     elif isinstance(watermarks, Mapping):
-        cols = {str(k): list(v) for k, v in watermarks.items()}
+        cols = {str(k): v for k, v in watermarks.items()}
     elif type(watermarks).__name__ == "DataFrame":
-        cols = {str(k): watermarks[k].tolist() for k in watermarks.columns}
+        cols = {str(k): watermarks[k] for k in watermarks.columns}
     else:
         raise SchemaError(
             "invalid input `watermarks`: expected None, a mapping or a RecordBatch with "
