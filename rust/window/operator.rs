@@ -18,7 +18,7 @@ use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
 use super::lookahead::{Lookahead, CHUNK, NOT_FOUND, REJECTED};
 use super::output::{DropReason, Output, Trigger};
-use super::store::WindowStore;
+use super::store::{Touching, WindowStore};
 use super::timers::{Entry, Timers};
 use crate::error::{Error, Result};
 use crate::time::{Ticks, MAX_TICKS, MIN_TICKS};
@@ -589,20 +589,23 @@ impl WindowOperator {
             // Fast path: the key's windows are tidy (none wraps, no two touch), so
             // Flink's sweep merges the new window with exactly the run of windows it
             // touches (their cover touches no other), found in O(log n).
-            let mut hits = std::mem::take(&mut self.scratch);
-            hits.clear();
-            self.store.touching_tidy(key, new, &mut hits);
-            let window = match hits[..] {
-                [] => new,
-                [w] if w.start <= new.start && w.end >= new.end => w,
-                ref run => {
+            self.scratch.clear();
+            return match self.store.touching_tidy(key, new, &mut self.scratch) {
+                Touching::None => new,
+                Touching::One(w) if w.start <= new.start && w.end >= new.end => w,
+                Touching::One(w) => {
+                    let into = w.cover(&new);
+                    self.move_to_cover(key, &[w], into);
+                    into
+                }
+                Touching::Several => {
+                    let run = std::mem::take(&mut self.scratch);
                     let into = run.iter().fold(new, |c, w| c.cover(w));
-                    self.move_to_cover(key, run, into);
+                    self.move_to_cover(key, &run, into);
+                    self.scratch = run;
                     into
                 }
             };
-            self.scratch = hits;
-            return window;
         }
         // A window that wraps past MAX (event times within a gap of the end of the
         // range) or windows that touch: Flink's sweep over all of them, which may
