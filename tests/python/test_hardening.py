@@ -300,7 +300,9 @@ def snapshots() -> list[tuple[str, bytes, Callable[[bytes], None]]]:
     ]
 
 
-@pytest.mark.parametrize(("name", "snap", "restore"), snapshots(), ids=lambda x: str(x)[:20])
+@pytest.mark.parametrize(
+    ("name", "snap", "restore"), [pytest.param(*s, id=s[0]) for s in snapshots()]
+)
 def test_every_corrupted_byte_and_truncation_is_refused(
     name: str, snap: bytes, restore: Callable[[bytes], None]
 ) -> None:
