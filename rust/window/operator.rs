@@ -615,7 +615,8 @@ impl WindowOperator {
         let mut result = new;
         for merge in merge_windows(&all) {
             let mut merged = merge.from;
-            if let Some(i) = merged.iter().position(|w| *w == new) {
+            let with_new = merged.iter().position(|w| *w == new);
+            if let Some(i) = with_new {
                 merged.remove(i);
                 result = merge.into;
             }
@@ -624,7 +625,19 @@ impl WindowOperator {
             }
             // Pre-existing windows merge into the cover: state merged, old windows and
             // their timers gone, a firing timer for the cover if it is not due yet.
-            self.move_to_cover(key, &merged, merge.into);
+            let idx = self.move_to_cover(key, &merged, merge.into);
+            if with_new.is_none() {
+                // Windows the new one does not touch (only when windows wrap): Flink
+                // deletes the cover's own timers if it is one of them and never
+                // registers its cleanup timer, so it may never fire (its records lost)
+                // nor be cleaned up. Here it has both, like any window
+                // (docs/semantics.md, departure 10); the record's window gets its
+                // cleanup timer when the record is added.
+                let cleanup = self.cleanup_time(&merge.into);
+                if cleanup != MAX_TICKS {
+                    self.register_timer(key, idx, cleanup);
+                }
+            }
         }
         self.store.update_tidy(key, Some(result));
         result
@@ -632,8 +645,8 @@ impl WindowOperator {
 
     /// Merges the state of the live windows `merged` of `key` (in that order) into a
     /// new window `into`, frees them (with their timers) and registers the firing timer
-    /// of `into` unless it is due already.
-    fn move_to_cover(&mut self, key: u32, merged: &[TimeWindow], into: TimeWindow) {
+    /// of `into` unless it is due already; returns the position of `into`.
+    fn move_to_cover(&mut self, key: u32, merged: &[TimeWindow], into: TimeWindow) -> usize {
         let mut acc = std::mem::take(&mut self.acc);
         acc.clear();
         acc.resize(self.stride(), Cell::default());
@@ -667,6 +680,7 @@ impl WindowOperator {
         if max_ts > self.watermark {
             self.register_timer(key, idx, max_ts);
         }
+        idx
     }
 }
 
