@@ -57,6 +57,20 @@ pub(crate) enum Touching {
     Several,
 }
 
+impl Touching {
+    /// What `hits` holds; several are appended to `out`.
+    fn of(mut hits: impl Iterator<Item = TimeWindow>, out: &mut Vec<TimeWindow>) -> Self {
+        let Some(first) = hits.next() else {
+            return Self::None;
+        };
+        let Some(second) = hits.next() else {
+            return Self::One(first);
+        };
+        out.extend([first, second].into_iter().chain(hits));
+        Self::Several
+    }
+}
+
 /// All live windows, by key id.
 #[derive(Clone, Debug)]
 pub(crate) struct WindowStore {
@@ -278,34 +292,21 @@ impl WindowStore {
         let Some(kw) = self.by_key.get(key as usize) else {
             return Touching::None;
         };
-        if let (Some(o), true) = (&self.ordered, kw.indexed) {
-            let mut run = o
-                .range((key, Ticks::MIN, Ticks::MIN)..=(key, window.end, Ticks::MAX))
-                .rev()
-                .take_while(|&&(_, _, end)| end >= window.start)
-                .map(|&(_, start, end)| TimeWindow::new(start, end));
-            let Some(last) = run.next() else {
-                return Touching::None;
-            };
-            let Some(before) = run.next() else {
-                return Touching::One(last);
-            };
-            let at = out.len();
-            out.extend([last, before].into_iter().chain(run));
-            out[at..].reverse();
-            return Touching::Several;
-        }
-        let mut hits = self.windows(key).filter(|w| w.intersects(&window));
-        let Some(first) = hits.next() else {
-            return Touching::None;
-        };
-        let Some(second) = hits.next() else {
-            return Touching::One(first);
-        };
         let at = out.len();
-        out.extend([first, second].into_iter().chain(hits));
-        out[at..].sort_unstable();
-        Touching::Several
+        let found = match &self.ordered {
+            Some(o) if kw.indexed => Touching::of(
+                o.range((key, Ticks::MIN, Ticks::MIN)..=(key, window.end, Ticks::MAX))
+                    .rev()
+                    .take_while(|&&(_, _, end)| end >= window.start)
+                    .map(|&(_, start, end)| TimeWindow::new(start, end)),
+                out,
+            ),
+            _ => Touching::of(self.windows(key).filter(|w| w.intersects(&window)), out),
+        };
+        if found == Touching::Several {
+            out[at..].sort_unstable();
+        }
+        found
     }
 
     /// The window at `idx` of `key`.
