@@ -1,6 +1,7 @@
 //! Window operator throughput: 10M records, 10,000 int64 keys, arrival-ordered with
 //! some disorder, a watermark advance every 1000 records (bounded out-of-orderness),
-//! all in one vectorized call, then end of input.
+//! all in one vectorized call, then end of input. And one key with many open session
+//! windows (the watermark held back, as by a lagging partition).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -22,14 +23,18 @@ struct Data {
     advances: Vec<Advance>,
 }
 
-fn data() -> Data {
-    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
+/// A xorshift64 generator seeded with `state`.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+fn data() -> Data {
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
     let (mut keys, mut ts, mut values, mut advances) = (
         Vec::with_capacity(N),
         Vec::with_capacity(N),
@@ -61,6 +66,18 @@ fn data() -> Data {
 }
 
 fn run(d: &Data, assigner: WindowAssigner, aggs: Vec<AggSpec>) -> usize {
+    run_batch(&d.keys, &d.ts, &d.values, &d.advances, assigner, aggs)
+}
+
+/// One vectorized call over the records, then end of input.
+fn run_batch(
+    keys: &[i64],
+    ts: &[i64],
+    values: &[i64],
+    advances: &[Advance],
+    assigner: WindowAssigner,
+    aggs: Vec<AggSpec>,
+) -> usize {
     let cfg = OperatorConfig {
         assigner,
         allowed_lateness: 0,
@@ -70,14 +87,14 @@ fn run(d: &Data, assigner: WindowAssigner, aggs: Vec<AggSpec>) -> usize {
     };
     let mut op = WindowOperator::new(cfg).unwrap();
     let batch = Batch {
-        keys: vec![KeyCol::Int64(&d.keys, None)],
-        event_time: &d.ts,
+        keys: vec![KeyCol::Int64(keys, None)],
+        event_time: ts,
         event_time_valid: None,
-        values: vec![ValueCol::Int64(&d.values, None)],
+        values: vec![ValueCol::Int64(values, None)],
         arrival: None,
         arrival_valid: None,
     };
-    let out = op.process(&batch, &d.advances).unwrap();
+    let out = op.process(&batch, advances).unwrap();
     out.results.len() + op.finish(None).results.len() + out.late_rows.len()
 }
 
@@ -125,6 +142,39 @@ fn bench(c: &mut Criterion) {
         });
     });
     g.finish();
+
+    let mut g = c.benchmark_group("windows_one_key");
+    let ts = open_sessions();
+    let keys = vec![7; ts.len()];
+    g.throughput(Throughput::Elements(ts.len() as u64));
+    g.sample_size(10);
+    g.bench_function("session_100k_open", |b| {
+        b.iter(|| {
+            black_box(run_batch(
+                &keys,
+                &ts,
+                &ts,
+                &[],
+                WindowAssigner::session(20).unwrap(),
+                count_sum.clone(),
+            ))
+        });
+    });
+    g.finish();
+}
+
+/// One key: 100,000 sessions (gap 20, 30 ticks apart) opened in a shuffled order,
+/// then 20,000 records that each bridge two of them; no watermark until the end.
+fn open_sessions() -> Vec<i64> {
+    const OPEN: i64 = 100_000;
+    let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+    let mut slots: Vec<i64> = (0..OPEN).collect();
+    for i in (1..slots.len()).rev() {
+        slots.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    let mut ts: Vec<i64> = slots.iter().map(|s| s * 30).collect();
+    ts.extend((0..OPEN / 5).map(|_| (next() % (OPEN as u64 - 1)) as i64 * 30 + 20));
+    ts
 }
 
 criterion_group!(benches, bench);

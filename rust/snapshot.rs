@@ -1,12 +1,50 @@
 //! The compact, versioned byte form of every stateful object's `snapshot()`.
 //!
-//! Layout: 4 magic bytes `FMK1`, one byte naming the kind of object, then the object's
-//! fields as little-endian integers written by [`Writer`] and read back by [`Reader`].
-//! A snapshot of one kind refuses to restore into another.
+//! Layout: 4 magic bytes `FMK2`, one byte naming the kind of object, the object's
+//! fields as little-endian integers written by [`Writer`] and read back by [`Reader`],
+//! then the CRC-32 (IEEE, as zlib's) of everything before it, little-endian. A
+//! snapshot of one kind refuses to restore into another; a changed byte or a
+//! truncation fails the checksum. `FMK1` snapshots (before the checksum) are refused
+//! with a message saying so.
 
 use crate::error::{Error, Result};
 
-const MAGIC: &[u8; 4] = b"FMK1";
+const MAGIC: &[u8; 4] = b"FMK2";
+/// The format before checksums: recognized only to refuse it clearly.
+const MAGIC_V1: &[u8; 4] = b"FMK1";
+/// Magic bytes, kind byte.
+const HEADER: usize = 5;
+/// The CRC-32 at the end.
+const TRAILER: usize = 4;
+
+/// The CRC-32 lookup table (reflected polynomial `0xEDB88320`).
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 == 1 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
+
+/// CRC-32 (IEEE 802.3, as `zlib.crc32`): detects every error confined to 32
+/// consecutive bits, so every corrupted byte.
+pub fn crc32(bytes: &[u8]) -> u32 {
+    !bytes.iter().fold(!0u32, |c, &b| {
+        CRC_TABLE[((c ^ u32::from(b)) & 0xFF) as usize] ^ (c >> 8)
+    })
+}
 
 /// Builds a snapshot.
 #[derive(Debug)]
@@ -54,8 +92,10 @@ impl Writer {
         self
     }
 
-    /// The finished snapshot.
-    pub fn finish(self) -> Vec<u8> {
+    /// The finished snapshot, its checksum appended.
+    pub fn finish(mut self) -> Vec<u8> {
+        let crc = crc32(&self.buf);
+        self.buf.extend_from_slice(&crc.to_le_bytes());
         self.buf
     }
 }
@@ -68,20 +108,41 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// Opens `buf`, checking the magic bytes and that it holds an object of kind `kind`.
+    /// Opens `buf`, checking the magic bytes, the checksum and that it holds an object
+    /// of kind `kind`.
     pub fn new(buf: &'a [u8], kind: u8) -> Result<Self> {
-        if buf.len() < 5 || &buf[..4] != MAGIC {
+        if buf.len() >= 4 && &buf[..4] == MAGIC_V1 {
+            return Err(Error::Snapshot(
+                "the snapshot is in format FMK1, from a floodmark without snapshot \
+                 checksums; it cannot be checked, so it is not restored: take a new one"
+                    .into(),
+            ));
+        }
+        if buf.len() < 4 || &buf[..4] != MAGIC {
             return Err(Error::Snapshot(
                 "not a floodmark snapshot (bad magic bytes)".into(),
             ));
         }
-        if buf[4] != kind {
+        if buf.len() < HEADER + TRAILER {
+            return Err(Error::Snapshot("snapshot is truncated".into()));
+        }
+        let (body, trailer) = buf.split_at(buf.len() - TRAILER);
+        let stored = u32::from_le_bytes(trailer.try_into().expect("4 bytes"));
+        if crc32(body) != stored {
+            return Err(Error::Snapshot(
+                "the snapshot is corrupt or truncated (checksum mismatch)".into(),
+            ));
+        }
+        if body[4] != kind {
             return Err(Error::Snapshot(format!(
                 "snapshot holds object kind {}, expected kind {kind}",
-                buf[4]
+                body[4]
             )));
         }
-        Ok(Self { buf, pos: 5 })
+        Ok(Self {
+            buf: body,
+            pos: HEADER,
+        })
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
@@ -171,14 +232,37 @@ mod tests {
     }
 
     #[test]
-    fn refuses_wrong_kind_and_truncation() {
+    fn refuses_wrong_kind_truncation_corruption_and_the_old_format() {
         let buf = Writer::new(1).finish();
         assert!(Reader::new(&buf, 2).is_err());
         assert!(Reader::new(b"xx", 1).is_err());
         let mut w = Writer::new(1);
         w.i64(1);
         let buf = w.finish();
-        let mut r = Reader::new(&buf[..buf.len() - 1], 1).unwrap();
+        for len in 0..buf.len() {
+            assert!(Reader::new(&buf[..len], 1).is_err(), "truncated to {len}");
+        }
+        for i in 0..buf.len() {
+            let mut bad = buf.clone();
+            bad[i] ^= 0x10;
+            assert!(Reader::new(&bad, 1).is_err(), "byte {i}");
+        }
+        // reading past the fields is still caught
+        let mut r = Reader::new(&buf, 1).unwrap();
+        r.i64().unwrap();
         assert!(r.i64().is_err());
+        let mut old = buf.clone();
+        old[..4].copy_from_slice(b"FMK1");
+        let Err(Error::Snapshot(m)) = Reader::new(&old, 1) else {
+            panic!("FMK1 accepted")
+        };
+        assert!(m.contains("FMK1"), "{m}");
+    }
+
+    #[test]
+    fn crc32_is_zlibs() {
+        assert_eq!(crc32(b""), 0);
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b"floodmark"), 0xE1EA_2417);
     }
 }

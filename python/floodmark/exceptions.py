@@ -50,6 +50,22 @@ class SnapshotError(FloodmarkError, ValueError):
     """A snapshot that cannot be restored (corrupt, truncated, or of another object)."""
 
 
+def param_error(parameter: str, message: str) -> InvalidParameterError:
+    """An :class:`InvalidParameterError` with the message ``message`` whose
+    ``parameter`` names the parameter."""
+    e = InvalidParameterError(message)
+    e.parameter = parameter
+    return e
+
+
+def input_error(column: str, message: str) -> InvalidInputError:
+    """An :class:`InvalidInputError` whose ``column`` names the column or argument; the
+    message is ``invalid input `column`: message``."""
+    e = InvalidInputError(f"invalid input `{column}`: {message}")
+    e.column = column
+    return e
+
+
 __all__ = [
     "ChannelOutOfRangeError",
     "FloodmarkError",

@@ -10,14 +10,15 @@ generator objects with :meth:`WatermarkStrategy.create_generator`, and
 from __future__ import annotations
 
 import pickle
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from floodmark import _core
-from floodmark.exceptions import InvalidParameterError, SnapshotError
-from floodmark.time import Duration, check_unit, to_ticks
+from floodmark.exceptions import SnapshotError, param_error
+from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 
 Kind = Literal[
     "bounded_out_of_orderness", "punctuated", "processing_time_lag", "no_watermarks", "python"
@@ -36,13 +37,6 @@ class Emission:
 
     kind: EmissionKind
     watermark: int | None = None
-
-
-def param_error(parameter: str, message: str) -> InvalidParameterError:
-    """An :class:`InvalidParameterError` whose ``parameter`` names the parameter."""
-    e = InvalidParameterError(message)
-    e.parameter = parameter
-    return e
 
 
 def _emissions(raw: list[tuple[str, int | None]]) -> list[Emission]:
@@ -79,12 +73,7 @@ class _Collector:
         self.out: list[Emission] = []
 
     def emit_watermark(self, ts: int) -> None:
-        if isinstance(ts, bool) or not isinstance(ts, int):
-            raise param_error(
-                "ts",
-                f"invalid parameter `ts`: emit_watermark needs an int, got {type(ts).__name__}",
-            )
-        self.out.append(Emission("watermark", ts))
+        self.out.append(Emission("watermark", check_int64(ts, "ts")))
 
     def mark_idle(self) -> None:
         self.out.append(Emission("idle"))
@@ -94,7 +83,10 @@ class _Collector:
 
 
 def _check_duration(value: object, parameter: str, *, positive: bool) -> Duration:
-    if isinstance(value, bool) or not isinstance(value, (timedelta, int)):
+    whole = as_int(value)
+    if whole is not None:
+        value = whole
+    elif not isinstance(value, timedelta):
         raise param_error(
             parameter,
             f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
@@ -126,8 +118,6 @@ class WatermarkGenerator:
     """
 
     def __init__(self, strategy: WatermarkStrategy, unit: str) -> None:
-        if unit not in ("s", "ms", "us", "ns"):
-            raise param_error("unit", f"invalid parameter `unit`: {unit!r} is not s, ms, us or ns")
         self._strategy = strategy
         self._unit = check_unit(unit)
         self._needs_clock = strategy.kind == "processing_time_lag" or (
@@ -177,9 +167,9 @@ class WatermarkGenerator:
         Returns:
             What the generator emitted (only punctuated and user generators emit here).
         """
-        timestamp = _check_int(timestamp, "timestamp")
+        timestamp = check_int64(timestamp, "timestamp")
         if marker is not None:
-            marker = _check_int(marker, "marker")
+            marker = check_int64(marker, "marker")
         if self._native is not None:
             return _emissions(self._native.on_event(timestamp, marker))
         assert self._python is not None
@@ -199,25 +189,46 @@ class WatermarkGenerator:
                     "(idleness or processing-time lag); pass now=<ticks>",
                 )
             now = 0
-        now = _check_int(now, "now")
+        now = check_int64(now, "now")
         if self._native is not None:
             return _emissions(self._native.on_periodic_emit(now))
         assert self._python is not None
         return self._python.on_periodic_emit(now)
 
+    @property
+    def _last_grid(self) -> int | None:
+        """The last grid time :func:`~floodmark.watermarks.drive` ran this generator to
+        (``None`` before any); part of the snapshot."""
+        if self._native is not None:
+            return self._native.last_grid
+        assert self._python is not None
+        return self._python.last_grid
+
+    @_last_grid.setter
+    def _last_grid(self, value: int | None) -> None:
+        if self._native is not None:
+            self._native.last_grid = value
+        else:
+            assert self._python is not None
+            self._python.last_grid = value
+
     def snapshot(self) -> bytes:
-        """The generator's state as bytes, including the output state that
-        :func:`~floodmark.watermarks.drive` continues from (user generators are pickled)."""
+        """The generator's state as bytes, including the output state and the last
+        grid time that :func:`~floodmark.watermarks.drive` continues from (user
+        generators are pickled), with a checksum."""
         if self._native is not None:
             return self._native.snapshot()
         assert self._python is not None
         return self._python.snapshot()
 
     def restore(self, data: bytes) -> None:
-        """Restores a state taken by :meth:`snapshot`.
+        """Restores a state taken by :meth:`snapshot` of a generator of the same
+        strategy (kind, bound or lag, idleness timeout; for a user generator, the
+        timeout and the generator's class).
 
         Raises:
-            SnapshotError: ``data`` is not a snapshot of this kind of generator.
+            SnapshotError: ``data`` is corrupt, or a snapshot of another kind of object
+                or of a generator of another configuration (the message says which).
         """
         if self._native is not None:
             self._native.restore(data)
@@ -229,17 +240,7 @@ class WatermarkGenerator:
         return f"WatermarkGenerator({self._strategy!r}, unit={self._unit!r})"
 
 
-def _check_int(value: object, parameter: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise param_error(
-            parameter,
-            f"invalid parameter `{parameter}`: expected an int of ticks, "
-            f"got {type(value).__name__}",
-        )
-    return value
-
-
-_PY_MAGIC = b"FMKPY1"
+_PY_MAGIC = b"FMKPY2"
 
 
 class _PythonGenerator:
@@ -262,6 +263,7 @@ class _PythonGenerator:
         # The output filter state `drive` continues from (WatermarkToDataOutput).
         self.out_max = -(2**63)
         self.out_idle = False
+        self.last_grid: int | None = None
 
     def on_event(self, timestamp: int) -> list[Emission]:
         out = _Collector()
@@ -292,34 +294,42 @@ class _PythonGenerator:
         self.user.on_periodic_emit(out)
         return out.out
 
+    #: The state a snapshot holds, after the idle timeout and the user generator.
+    _STATE = ("counter", "last_counter", "start", "idle_now", "out_max", "out_idle", "last_grid")
+
     def snapshot(self) -> bytes:
-        state = (
-            self.user,
-            self.counter,
-            self.last_counter,
-            self.start,
-            self.idle_now,
-            self.out_max,
-            self.out_idle,
-        )
-        return _PY_MAGIC + pickle.dumps(state)
+        """``FMKPY2``, the CRC-32 of the pickle (4 bytes, little-endian), the pickle of
+        the idle timeout, the user generator and the state."""
+        state = (self.timeout, self.user, *(getattr(self, name) for name in self._STATE))
+        body = pickle.dumps(state)
+        return _PY_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body
 
     def restore(self, data: bytes) -> None:
         if not data.startswith(_PY_MAGIC):
             raise SnapshotError("cannot restore snapshot: not a Python generator snapshot")
+        head = len(_PY_MAGIC) + 4
+        body = data[head:]
+        if (
+            len(data) < head
+            or zlib.crc32(body).to_bytes(4, "little") != data[len(_PY_MAGIC) : head]
+        ):
+            raise SnapshotError(
+                "cannot restore snapshot: the snapshot is corrupt or truncated (checksum mismatch)"
+            )
         try:
-            state: Any = pickle.loads(data[len(_PY_MAGIC) :])
-            (
-                self.user,
-                self.counter,
-                self.last_counter,
-                self.start,
-                self.idle_now,
-                self.out_max,
-                self.out_idle,
-            ) = state
-        except Exception as e:  # a corrupt pickle can raise nearly anything
+            timeout, user, *rest = pickle.loads(body)
+            state = dict(zip(self._STATE, rest, strict=True))
+        except Exception as e:  # a pickle of another version can raise nearly anything
             raise SnapshotError(f"cannot restore snapshot: {e}") from e
+        if timeout != self.timeout or type(user) is not type(self.user):
+            raise SnapshotError(
+                "cannot restore snapshot: the snapshot was taken from a generator "
+                f"{type(user).__name__} with idle timeout {timeout}, this one is "
+                f"{type(self.user).__name__} with idle timeout {self.timeout}"
+            )
+        self.user = user
+        for name, value in state.items():
+            setattr(self, name, value)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ are microseconds (``"us"``); Flink's own numbers are milliseconds (``"ms"``).
 
 from __future__ import annotations
 
+import operator
 from datetime import timedelta
 from typing import Literal
 
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import input_error, param_error
 
 Unit = Literal["s", "ms", "us", "ns"]
 Duration = timedelta | int
@@ -23,19 +24,54 @@ I64_MAX = 2**63 - 1
 
 def check_unit(unit: str, parameter: str = "unit") -> Unit:
     """Return ``unit`` if it is one of ``s, ms, us, ns``; raise otherwise."""
-    if unit not in TICKS_PER_SECOND:
-        raise InvalidParameterError(
+    if not isinstance(unit, str) or unit not in TICKS_PER_SECOND:
+        raise param_error(
+            parameter,
             f"invalid parameter `{parameter}`: {unit!r} is not a time unit; "
-            "use one of 's', 'ms', 'us', 'ns'"
+            "use one of 's', 'ms', 'us', 'ns'",
         )
     return unit  # type: ignore[return-value]
+
+
+def as_int(value: object) -> int | None:
+    """``value`` as a Python ``int`` if it is an integer (a Python or numpy integer,
+    anything with ``__index__``), else ``None``. Booleans are not integers here, nor
+    are floats, even whole ones."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool"):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def check_int64(value: object, name: str, *, column: bool = False) -> int:
+    """``value`` as an ``int`` of the ``i64`` range (a tick count, a timestamp, a
+    watermark, an index).
+
+    Raises:
+        InvalidParameterError: naming the parameter ``name`` (InvalidInputError naming
+            the column ``name`` if ``column``), if ``value`` is not an integer (see
+            :func:`as_int`) or is outside ``-2**63 .. 2**63 - 1``.
+    """
+    v = as_int(value)
+    if v is not None and I64_MIN <= v <= I64_MAX:
+        return v
+    if v is None:
+        problem = f"expected an int, got {type(value).__name__} {value!r}"
+    else:
+        problem = f"{v} is outside the 64-bit range -2**63 .. 2**63 - 1"
+    if column:
+        raise input_error(name, problem)
+    raise param_error(name, f"invalid parameter `{name}`: {problem}")
 
 
 def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     """Convert a duration to ticks of ``unit``.
 
     Args:
-        value: a ``timedelta``, or an ``int`` already counted in ticks.
+        value: a ``timedelta``, or an integer (Python or numpy) already counted in
+            ticks.
         unit: the tick unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``).
         parameter: the parameter's name, used in error messages.
 
@@ -45,17 +81,20 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
         truncated toward zero, as ``Duration.toMillis()`` does.
 
     Raises:
-        InvalidParameterError: ``value`` is neither a ``timedelta`` nor an ``int``.
+        InvalidParameterError: ``value`` is neither a ``timedelta`` nor an integer.
     """
     check_unit(unit)
-    if isinstance(value, bool) or not isinstance(value, (timedelta, int)):
-        raise InvalidParameterError(
+    whole = as_int(value)
+    if whole is None and not isinstance(value, timedelta):
+        raise param_error(
+            parameter,
             f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
-            f"ticks, got {type(value).__name__}"
+            f"ticks, got {type(value).__name__}",
         )
-    if isinstance(value, int):
-        ticks = value
+    if whole is not None:
+        ticks = whole
     else:
+        assert isinstance(value, timedelta)
         micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
         per_s = TICKS_PER_SECOND[unit]
         if per_s >= 1_000_000:
@@ -81,4 +120,12 @@ def format_duration(value: timedelta) -> str:
     return f"{micros}us" if micros else "0s"
 
 
-__all__ = ["Duration", "Unit", "check_unit", "format_duration", "to_ticks"]
+__all__ = [
+    "Duration",
+    "Unit",
+    "as_int",
+    "check_int64",
+    "check_unit",
+    "format_duration",
+    "to_ticks",
+]

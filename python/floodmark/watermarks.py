@@ -26,23 +26,14 @@ from typing import Any, Literal, NamedTuple
 import pyarrow as pa
 
 from floodmark import _core
-from floodmark.exceptions import InvalidInputError
+from floodmark.exceptions import InvalidInputError, input_error, param_error
 from floodmark.strategy import (
     Emission,
     WatermarkGenerator,
     WatermarkStrategy,
     _emissions,
-    param_error,
 )
-from floodmark.time import Duration, to_ticks
-
-I64_MIN = -(2**63)
-
-
-def _input_error(column: str, message: str) -> InvalidInputError:
-    e = InvalidInputError(f"invalid input `{column}`: {message}")
-    e.column = column
-    return e
+from floodmark.time import I64_MAX, I64_MIN, Duration, as_int, check_int64, to_ticks
 
 
 def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Array:
@@ -50,7 +41,9 @@ def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Ar
     ints to a ``pyarrow.int64`` array.
 
     Raises:
-        InvalidInputError: the values are not integers, or hold nulls when not allowed.
+        InvalidInputError: the values are not integers (floats are refused, even whole
+            ones, rather than truncated), do not fit an int64, or hold nulls when not
+            allowed.
     """
     try:
         if isinstance(values, pa.ChunkedArray):
@@ -62,18 +55,19 @@ def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Ar
         elif type(values).__module__.startswith("numpy"):
             arr = pa.array(values)
         else:
-            arr = pa.array(list(values), type=pa.int64())
+            # the type is inferred, so that floats are refused below, not truncated
+            arr = pa.array(list(values))
         if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
             arr = arr.cast(pa.int64())
         if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
-            raise _input_error(column, f"must hold integers (int64 ticks), got {arr.type}")
+            raise input_error(column, f"must hold integers (int64 ticks), got {arr.type}")
         arr = arr.cast(pa.int64())
     except InvalidInputError:
         raise
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-        raise _input_error(column, f"cannot be read as int64 ticks: {e}") from e
+        raise input_error(column, f"cannot be read as int64 ticks: {e}") from e
     if not nullable and arr.null_count:
-        raise _input_error(column, f"holds {arr.null_count} null value(s); filter nulls first")
+        raise input_error(column, f"holds {arr.null_count} null value(s); filter nulls first")
     return arr
 
 
@@ -182,15 +176,21 @@ def drive(
             ``strategy.create_generator(unit)``) instead of a fresh one; it is advanced,
             so the next call continues the same stream (e.g. batch after batch, with
             ``snapshot()``/``restore()`` in between). The next batch's records and grid
-            must come after this one's last grid time.
+            must come after this one's last grid time (the generator remembers it, in
+            its snapshot too).
 
     Returns:
         The per-record watermark and the emitted stream.
 
     Raises:
-        InvalidParameterError: a bad interval, unit, start/until, or a missing marker.
-        InvalidInputError: nulls in ``event_time``/``arrival``, unsorted ``arrival``,
-            or columns of different lengths.
+        InvalidParameterError: a bad interval, unit, start/until, or a missing marker;
+            with ``generator``, a grid (``start``) that does not come after the last
+            grid time of the previous call.
+        InvalidInputError: nulls or floats in ``event_time``/``arrival``, unsorted
+            ``arrival``, columns of different lengths; without ``until`` (it defaults
+            to the last arrival), a last arrival before ``start`` or one whose grid
+            time overflows int64; with ``generator``, an arrival at or before the last
+            grid time of the previous call.
     """
     if not isinstance(strategy, WatermarkStrategy):
         raise param_error(
@@ -226,33 +226,71 @@ def drive(
             "marker", "invalid parameter `marker`: a punctuated strategy needs marker="
         )
     mk = None if marker is None else to_int64_array(marker, "marker", nullable=True)
-    for name, value in (("start", start), ("until", until)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise param_error(
-                name, f"invalid parameter `{name}`: expected int ticks, got {type(value).__name__}"
-            )
+    if start is not None:
+        start = check_int64(start, "start")
+    if until is not None:
+        until = check_int64(until, "until")
     if len(arr) == 0 and (start is None or until is None):
         return DriveResult(pa.array([], pa.int64()), _emission_batch([], [], []))
-    first = start if start is not None else arr[0].as_py()
-    last = until if until is not None else arr[-1].as_py()
+    first, last = _grid_bounds(arr, interval, start, until, gen._last_grid)
     if gen._native is not None:
         rec, batch = _core.drive(gen._native, ts, arr, interval, first, last, mk)
+        gen._last_grid = _ceil_div(last, interval) * interval
         return DriveResult(rec, batch)
     if len(ts) != len(arr):
-        raise _input_error("arrival", f"has {len(arr)} values but event_time has {len(ts)}")
+        raise input_error("arrival", f"has {len(arr)} values but event_time has {len(ts)}")
     arrivals = arr.to_pylist()
     for j in range(1, len(arrivals)):
         if arrivals[j] < arrivals[j - 1]:
-            raise _input_error("arrival", f"must be non-decreasing (index {j})")
-    if last < first:
-        raise param_error("until", f"invalid parameter `until`: must be >= start ({first})")
+            raise input_error("arrival", f"must be non-decreasing (index {j})")
     rec_py, rows = _drive_python(gen, ts.to_pylist(), arrivals, interval, first, last)
+    gen._last_grid = _ceil_div(last, interval) * interval
     return DriveResult(
         pa.array(rec_py, pa.int64()),
         _emission_batch(
             [t for t, _ in rows], [e.kind for _, e in rows], [e.watermark for _, e in rows]
         ),
     )
+
+
+def _grid_bounds(
+    arr: pa.Array, interval: int, start: int | None, until: int | None, after: int | None
+) -> tuple[int, int]:
+    """``(start, until)`` of the grid, the first or last arrival standing in for the
+    one not given; errors name what the caller gave (``arrival`` for a bound it did
+    not give). ``after``: the last grid time of the previous call with the generator,
+    which this call's records and grid must come after."""
+    first = start if start is not None else arr[0].as_py()
+    last = until if until is not None else arr[-1].as_py()
+    if last < first:
+        if until is None:
+            raise input_error(
+                "arrival",
+                f"the last arrival ({last}) is before start ({first}); pass until= to "
+                "run the grid past start",
+            )
+        which = "start" if start is not None else "the first arrival"
+        raise param_error("until", f"invalid parameter `until`: must be >= {which} ({first})")
+    if _ceil_div(last, interval) * interval > I64_MAX:
+        message = "the last grid time ceil(until / emit_interval) * emit_interval overflows i64"
+        if until is None:
+            raise input_error("arrival", f"{message} (until defaults to the last arrival)")
+        raise param_error("until", f"invalid parameter `until`: {message}")
+    if after is not None:
+        if len(arr) and arr[0].as_py() <= after:
+            raise input_error(
+                "arrival",
+                f"arrival[0] = {arr[0].as_py()} is at or before {after}, the last grid time "
+                "the generator was driven to: a continued stream must arrive after it",
+            )
+        grid = _ceil_div(first, interval) * interval
+        if grid <= after:
+            raise param_error(
+                "start",
+                f"invalid parameter `start`: the grid would start at {grid}, at or before "
+                f"{after}, the last grid time the generator was driven to",
+            )
+    return first, last
 
 
 def _emission_batch(time: list[int], kind: list[str], wm: list[int | None]) -> pa.RecordBatch:
@@ -273,17 +311,18 @@ def _strings(values: Any, column: str) -> pa.Array:
     if not isinstance(arr, pa.Array):
         arr = pa.array(list(arr), pa.string())
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        raise _input_error(column, f"must be strings, got {arr.type}")
+        raise input_error(column, f"must be strings, got {arr.type}")
     return arr.cast(pa.string())
 
 
 def _check_channels(num_channels: object) -> int:
-    if isinstance(num_channels, bool) or not isinstance(num_channels, int) or num_channels < 0:
+    n = as_int(num_channels)
+    if n is None or not 0 <= n <= I64_MAX:
         raise param_error(
             "num_channels",
             f"invalid parameter `num_channels`: expected an int >= 0, got {num_channels!r}",
         )
-    return num_channels
+    return n
 
 
 def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.RecordBatch:
@@ -332,7 +371,7 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
     cols = {}
     for name in ("channel", "time", "kind", "watermark"):
         if name not in emissions.schema.names:
-            raise _input_error(name, "missing column")
+            raise input_error(name, "missing column")
         col = emissions.column(name)
         cols[name] = (
             _strings(col, name)
@@ -360,7 +399,9 @@ class Valve:
         Raises:
             ChannelOutOfRangeError: ``channel`` is not in ``0..num_channels``.
         """
-        return _emissions(self._inner.input_watermark(channel, wm))
+        return _emissions(
+            self._inner.input_watermark(check_int64(channel, "channel"), check_int64(wm, "wm"))
+        )
 
     def input_status(self, channel: int, status: Literal["idle", "active"]) -> list[Emission]:
         """A status change on ``channel``; returns what the valve emitted.
@@ -373,7 +414,9 @@ class Valve:
             raise param_error(
                 "status", f"invalid parameter `status`: expected 'idle' or 'active', got {status!r}"
             )
-        return _emissions(self._inner.input_status(channel, status == "idle"))
+        return _emissions(
+            self._inner.input_status(check_int64(channel, "channel"), status == "idle")
+        )
 
     def process(self, channel: Any, kind: Any, watermark: Any) -> pa.RecordBatch:
         """Feeds many inputs at once (row ``i``: a watermark or a status for
@@ -411,10 +454,11 @@ class Valve:
         return self._inner.snapshot()
 
     def restore(self, data: bytes) -> None:
-        """Restores a :meth:`snapshot`.
+        """Restores a :meth:`snapshot` of a valve with as many channels.
 
         Raises:
-            SnapshotError: ``data`` is not a valve snapshot.
+            SnapshotError: ``data`` is corrupt, not a valve snapshot, or one of a valve
+                with another number of channels.
         """
         self._inner.restore(data)
 
@@ -504,7 +548,9 @@ class Multiplexer:
         Raises:
             InvalidParameterError: no output ``output_id``, or a bad ``via``.
         """
-        return _mux_result(self._inner.emit_watermark(output_id, wm, _deferred(via)))
+        return _mux_result(
+            self._inner.emit_watermark(output_id, check_int64(wm, "wm"), _deferred(via))
+        )
 
     def mark_idle(self, output_id: str, *, via: Via = "immediate") -> MultiplexerResult:
         """``markIdle`` on the output ``output_id``."""
@@ -533,10 +579,11 @@ class Multiplexer:
         return self._inner.snapshot()
 
     def restore(self, data: bytes) -> None:
-        """Restores a :meth:`snapshot`.
+        """Restores a :meth:`snapshot` (the outputs registered come from it: a
+        multiplexer has no configuration of its own).
 
         Raises:
-            SnapshotError: ``data`` is not a multiplexer snapshot.
+            SnapshotError: ``data`` is corrupt or not a multiplexer snapshot.
         """
         self._inner.restore(data)
 

@@ -16,19 +16,23 @@ Departures from Flink (each deliberate, nothing is lost silently):
   and :meth:`TumblingEventTimeWindows.assign_windows` raises
   :class:`~floodmark.exceptions.InvalidInputError`.
 * Sliding windows near ``Long.MIN_VALUE`` whose start would wrap past ``MIN`` stop
-  there (Flink would loop through the wrapped range).
+  there (Flink would loop through the wrapped range); a record of a gapped sliding
+  assigner whose grid cell begins below ``MIN`` is in no window.
+* ``size <= 0`` and ``slide <= 0`` are refused whatever the offset (Flink accepts a
+  negative one with ``offset = Long.MIN_VALUE``, as ``Math.abs(MIN)`` is negative).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from floodmark import _core
-from floodmark.exceptions import InvalidParameterError, SchemaError
-from floodmark.time import Duration, check_unit, to_ticks
+from floodmark.exceptions import InvalidParameterError, SchemaError, input_error
+from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 Agg = str | tuple[str, str]
@@ -45,8 +49,11 @@ class _Assigner:
     def __init__(
         self, size: Duration = 0, slide: Duration = 0, offset: Duration = 0, gap: Duration = 0
     ) -> None:
-        self._raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in self._raw.values()):
+        raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
+        ints = {k: as_int(v) for k, v in raw.items()}
+        # numpy integers become ints (a timedelta stays one)
+        self._raw: dict[str, Duration] = {k: raw[k] if i is None else i for k, i in ints.items()}
+        if None not in ints.values():
             self.params("ms")  # plain ticks: check now (the unit does not matter)
 
     def params(self, unit: str = "ms") -> _Params:
@@ -68,7 +75,8 @@ class _Assigner:
             InvalidInputError: ``timestamp`` is ``Long.MIN_VALUE`` (tumbling/sliding).
         """
         kind, size, slide, offset, gap = self.params(unit)
-        return _core.window_assign(kind, size, slide, offset, gap, timestamp)
+        ts = check_int64(timestamp, "timestamp")
+        return _core.window_assign(kind, size, slide, offset, gap, ts)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._raw.items() if v != 0 or k == "offset")
@@ -115,9 +123,13 @@ def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
     """Flink's ``TimeWindow.getWindowStartWithOffset`` (Java remainder, wrapping).
 
     Raises:
-        InvalidParameterError: ``size`` is zero.
+        InvalidParameterError: ``size`` is zero, or an argument is not an int64.
     """
-    return _core.window_start_with_offset(timestamp, offset, size)
+    return _core.window_start_with_offset(
+        check_int64(timestamp, "timestamp"),
+        check_int64(offset, "offset"),
+        check_int64(size, "size"),
+    )
 
 
 def merge_windows(
@@ -126,8 +138,13 @@ def merge_windows(
     """Flink's ``TimeWindow.mergeWindows``: ``[(merged windows sorted, cover), ...]``.
 
     Only groups of more than one distinct window are reported, in sweep order.
+
+    Raises:
+        InvalidParameterError: a bound is not an int64 (named ``windows``).
     """
-    return _core.merge_windows([(int(s), int(e)) for s, e in windows])
+    return _core.merge_windows(
+        [(check_int64(s, "windows"), check_int64(e, "windows")) for s, e in windows]
+    )
 
 
 class WindowOutput(NamedTuple):
@@ -179,17 +196,22 @@ def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | N
     return value_names, specs, names
 
 
-def _to_batch(batch: BatchLike) -> pa.RecordBatch:
+def _combined(table: pa.Table) -> pa.Table:
+    """``table.combine_chunks()``: one chunk per column, unless a column does not fit
+    one (a string column over 2 GiB)."""
+    return table.combine_chunks()
+
+
+def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
+    """The input as record batches, in order: one, unless a Table needs several even
+    with its chunks combined (a string column over 2 GiB)."""
     if isinstance(batch, pa.RecordBatch):
-        return batch
+        return [batch]
     if isinstance(batch, pa.Table):
-        table = batch.combine_chunks()
-        parts = table.to_batches()
-        if len(parts) == 1:
-            return parts[0]
-        return pa.RecordBatch.from_pylist([], schema=table.schema)
+        table = _combined(batch)
+        return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
     if type(batch).__name__ == "DataFrame":
-        return pa.RecordBatch.from_pandas(batch, preserve_index=False)
+        return [pa.RecordBatch.from_pandas(batch, preserve_index=False)]
     raise SchemaError(
         f"invalid input `batch`: expected a pyarrow RecordBatch or Table or a pandas "
         f"DataFrame, got {type(batch).__name__}"
@@ -233,15 +255,45 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
-def _advances(watermarks: Any, length: int) -> tuple[list[int], list[int], list[int | None]]:
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """The batches (of one schema) as one record batch.
+
+    Raises:
+        InvalidInputError: they do not fit one (over 2 GiB of strings in a column).
+    """
+    combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
+    if len(combined) > 1:
+        raise input_error(
+            "batch",
+            "the outputs of this call do not fit one record batch (a column over 2 GiB); "
+            "the state is unchanged: pass the table in smaller parts",
+        )
+    return combined[0] if combined else batches[0].slice(0, 0)
+
+
+def _ints(values: Any, column: str, *, nullable: bool = False) -> list[Any]:
+    """``values`` (a sequence, numpy array or pyarrow array) as int64 ints (``None``
+    kept if ``nullable``), naming ``column``; signed integer arrays (without nulls
+    where none are allowed) skip the check of each value."""
+    if type(values).__name__ == "ndarray" and values.dtype.kind == "i":  # numpy
+        return list(values.tolist())
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_signed_integer(values.type) and (nullable or values.null_count == 0):
+            return list(values.to_pylist())
+        values = values.to_pylist()
+    return [None if v is None and nullable else check_int64(v, column, column=True) for v in values]
+
+
+def _advances(watermarks: Any) -> tuple[list[int], list[int], list[int | None]]:
     if watermarks is None:
         return [], [], []
+    cols: dict[str, Any]
     if isinstance(watermarks, (pa.RecordBatch, pa.Table)):
-        cols = {n: watermarks.column(n).to_pylist() for n in watermarks.schema.names}
+        cols = {n: watermarks.column(n) for n in watermarks.schema.names}
     elif isinstance(watermarks, Mapping):
-        cols = {str(k): list(v) for k, v in watermarks.items()}
+        cols = {str(k): v for k, v in watermarks.items()}
     elif type(watermarks).__name__ == "DataFrame":
-        cols = {str(k): watermarks[k].tolist() for k in watermarks.columns}
+        cols = {str(k): watermarks[k] for k in watermarks.columns}
     else:
         raise SchemaError(
             "invalid input `watermarks`: expected None, a mapping or a RecordBatch with "
@@ -250,12 +302,12 @@ def _advances(watermarks: Any, length: int) -> tuple[list[int], list[int], list[
     for name in ("position", "watermark"):
         if name not in cols:
             raise SchemaError(f"invalid input `{name}`: missing column in watermarks")
-    positions = [int(p) for p in cols["position"]]
-    marks = [int(w) for w in cols["watermark"]]
-    times = cols.get("time", [None] * len(positions))
+    positions = _ints(cols["position"], "position")
+    marks = _ints(cols["watermark"], "watermark")
+    times = _ints(cols.get("time", [None] * len(positions)), "time", nullable=True)
     if not len(positions) == len(marks) == len(times):
         raise SchemaError("invalid input `watermarks`: columns have different lengths")
-    return positions, marks, [None if t is None else int(t) for t in times]
+    return positions, marks, times
 
 
 class WindowOperator:
@@ -399,23 +451,80 @@ class WindowOperator:
 
         Raises:
             SchemaError: a column is missing or has an unsupported type.
-            InvalidInputError: bad advance positions.
+            InvalidInputError: bad advance positions, or advance values that are not
+                int64 (named by their column).
         """
-        rb = _to_batch(batch)
+        parts = _to_batches(batch)
+        positions, marks, times = _advances(watermarks)
+        if len(parts) == 1:
+            return self._process_one(parts[0], positions, marks, times)
+        return self._process_parts(parts, positions, marks, times)
+
+    def _process_one(
+        self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
+    ) -> WindowOutput:
         native_batch = self._prepare(rb)
-        positions, marks, times = _advances(watermarks, rb.num_rows)
         raw = self._native.process(native_batch, positions, marks, times)
         self._input_schema = rb.schema
         return self._output(raw, rb)
 
+    def _process_parts(
+        self,
+        parts: list[pa.RecordBatch],
+        positions: list[int],
+        marks: list[int],
+        times: list[int | None],
+    ) -> WindowOutput:
+        """A table that is several record batches even with its chunks combined: each
+        batch in order, with the advances positioned inside it (an advance at a
+        boundary goes with the batch before), the outputs concatenated. The state is
+        restored if they cannot be (late or dropped rows over 2 GiB of strings)."""
+        total = sum(p.num_rows for p in parts)
+        ordered = all(a <= b for a, b in itertools.pairwise(positions))
+        if not ordered or any(not 0 <= p <= total for p in positions):
+            raise input_error(
+                "position",
+                f"advance positions must be non-decreasing and within 0..={total}, got {positions}",
+            )
+        before = (self.snapshot(), self._key_types, self._input_schema)
+        try:
+            outputs = []
+            base, a = 0, 0
+            for i, rb in enumerate(parts):
+                end = base + rb.num_rows
+                b = a
+                while b < len(positions) and (
+                    positions[b] < end or (positions[b] == end and i == len(parts) - 1)
+                ):
+                    b += 1
+                advances = ([p - base for p in positions[a:b]], marks[a:b], times[a:b])
+                outputs.append(self._process_one(rb, *advances))
+                base, a = end, b
+            return WindowOutput(*(_concat([o[i] for o in outputs]) for i in range(3)))
+        except Exception:
+            self.restore(before[0])
+            self._key_types, self._input_schema = before[1], before[2]
+            raise
+
     def advance(self, watermark: int, time: int | None = None) -> WindowOutput:
         """A watermark advance after everything processed so far (ignored unless it
-        is greater than the current watermark)."""
-        return self._output(self._native.advance(int(watermark), time), None)
+        is greater than the current watermark).
+
+        Raises:
+            InvalidParameterError: ``watermark`` or ``time`` is not an int64.
+        """
+        wm = check_int64(watermark, "watermark")
+        t = None if time is None else check_int64(time, "time")
+        return self._output(self._native.advance(wm, t), None)
 
     def finish(self, time: int | None = None) -> WindowOutput:
-        """End of input: the watermark ``MAX`` fires every remaining window."""
-        return self._output(self._native.finish(time), None)
+        """End of input: the watermark ``MAX`` fires every remaining window.
+
+        Raises:
+            InvalidParameterError: ``time`` is not an int64.
+        """
+        t = None if time is None else check_int64(time, "time")
+        return self._output(self._native.finish(t), None)
 
     def snapshot(self) -> bytes:
         """The whole operator state (windows, accumulators, keys, watermark, position)."""

@@ -533,7 +533,9 @@ impl TimelineBuilder {
             return Ok(()); // stale: moved earlier by a record, then called
         }
         let t = k * self.interval; // in range: checked when the bucket came in
-        let Channel { generator, output } = &mut channels[c];
+        let Channel {
+            generator, output, ..
+        } = &mut channels[c];
         let scratch = &mut self.scratch;
         scratch.clear();
         generator.on_periodic_emit(t, &mut |e| output.push(e, &mut |x| scratch.push(x)));
@@ -661,7 +663,11 @@ impl TimelineBuilder {
                 for _ in 0..n {
                     let generator = Generator::read(&mut r)?;
                     let output = super::output::ChannelOutput::read(&mut r)?;
-                    channels.push(Channel { generator, output });
+                    channels.push(Channel {
+                        generator,
+                        output,
+                        last_grid: None,
+                    });
                     due.push(read_opt(&mut r)?);
                 }
                 Source::Periodic {

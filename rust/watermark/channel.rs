@@ -16,6 +16,9 @@ pub struct Channel {
     pub generator: Generator,
     /// The output filter (largest watermark so far, idle flag).
     pub output: ChannelOutput,
+    /// The last grid time a driver ran the channel to (a continued stream must start
+    /// after it), None before any.
+    pub last_grid: Option<i64>,
 }
 
 impl Channel {
@@ -24,6 +27,7 @@ impl Channel {
         Self {
             generator,
             output: ChannelOutput::new(),
+            last_grid: None,
         }
     }
 
@@ -54,6 +58,8 @@ impl Channel {
         let mut w = Writer::new(kinds::CHANNEL);
         self.generator.write(&mut w);
         self.output.write(&mut w);
+        w.bool(self.last_grid.is_some())
+            .i64(self.last_grid.unwrap_or(0));
         w.finish()
     }
 
@@ -65,8 +71,14 @@ impl Channel {
         let mut r = Reader::new(bytes, kinds::CHANNEL)?;
         let generator = Generator::read(&mut r)?;
         let output = ChannelOutput::read(&mut r)?;
+        let some = r.bool()?;
+        let last_grid = r.i64()?;
         r.finish()?;
-        Ok(Self { generator, output })
+        Ok(Self {
+            generator,
+            output,
+            last_grid: some.then_some(last_grid),
+        })
     }
 }
 

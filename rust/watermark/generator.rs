@@ -96,6 +96,19 @@ impl BaseGenerator {
         }
     }
 
+    /// The generator's configuration (its kind and parameter, not its state), as the
+    /// Python strategy would spell it, e.g. `bounded_out_of_orderness(bound=5)`.
+    pub fn config(&self) -> String {
+        match *self {
+            Self::BoundedOutOfOrderness { bound, .. } => {
+                format!("bounded_out_of_orderness(bound={bound})")
+            }
+            Self::Punctuated => "punctuated".into(),
+            Self::ProcessingTimeLag { lag } => format!("processing_time_lag(lag={lag})"),
+            Self::NoWatermarks => "no_watermarks".into(),
+        }
+    }
+
     /// True if events never emit (so a run of events can be absorbed at once).
     pub fn events_are_silent(&self) -> bool {
         !matches!(self, Self::Punctuated)

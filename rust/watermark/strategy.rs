@@ -129,6 +129,30 @@ impl Generator {
         next.checked_mul(interval).map(|_| next)
     }
 
+    /// The generator's configuration (base generator and idleness timeout, not its
+    /// state), e.g. `bounded_out_of_orderness(bound=5).with_idleness(100)`.
+    pub fn config(&self) -> String {
+        match &self.idle {
+            None => self.base.config(),
+            Some(t) => format!("{}.with_idleness({})", self.base.config(), t.timeout()),
+        }
+    }
+
+    /// Fails unless `restored` (from a snapshot) has this generator's configuration:
+    /// a snapshot of another generator must not be taken on silently.
+    ///
+    /// # Errors
+    /// [`crate::Error::Snapshot`] naming both configurations.
+    pub fn check_same_config(&self, restored: &Self) -> Result<()> {
+        let (mine, theirs) = (self.config(), restored.config());
+        if mine != theirs {
+            return Err(crate::Error::Snapshot(format!(
+                "the snapshot was taken from a generator {theirs}, this one is {mine}"
+            )));
+        }
+        Ok(())
+    }
+
     /// The generator's state as snapshot bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer::new(kinds::GENERATOR);
@@ -199,6 +223,28 @@ mod tests {
         run(&mut g, 5);
         let bytes = g.snapshot();
         assert_eq!(Generator::restore(&bytes).unwrap(), g);
+        g.check_same_config(&Generator::restore(&bytes).unwrap())
+            .unwrap();
+        for other in [
+            Generator::new(BaseGenerator::bounded(7).unwrap()),
+            Generator::new(BaseGenerator::bounded(8).unwrap())
+                .with_idleness(10)
+                .unwrap(),
+            Generator::new(BaseGenerator::bounded(7).unwrap())
+                .with_idleness(11)
+                .unwrap(),
+            Generator::new(BaseGenerator::processing_time_lag(7).unwrap())
+                .with_idleness(10)
+                .unwrap(),
+        ] {
+            let Err(crate::Error::Snapshot(m)) = other.check_same_config(&g) else {
+                panic!("{other:?} took on {g:?}")
+            };
+            assert!(
+                m.contains(&other.config()) && m.contains(&g.config()),
+                "{m}"
+            );
+        }
         let mut other = crate::snapshot::Writer::new(kinds::VALVE);
         other.u64(0);
         assert!(Generator::restore(&other.finish()).is_err());

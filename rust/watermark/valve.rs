@@ -234,6 +234,24 @@ impl Valve {
         w.finish()
     }
 
+    /// Restores in place a [`Self::snapshot`] of a valve with as many channels.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] if the bytes are not a valid valve snapshot or hold another
+    /// number of channels (the valve is then unchanged).
+    pub fn restore_from(&mut self, bytes: &[u8]) -> Result<()> {
+        let restored = Self::restore(bytes)?;
+        if restored.num_channels() != self.num_channels() {
+            return Err(Error::Snapshot(format!(
+                "the snapshot was taken from a valve of {} channel(s), this one has {}",
+                restored.num_channels(),
+                self.num_channels()
+            )));
+        }
+        *self = restored;
+        Ok(())
+    }
+
     /// Restores a valve from [`Self::snapshot`] bytes.
     ///
     /// # Errors
@@ -419,5 +437,12 @@ mod tests {
         assert_eq!(r, v);
         assert_eq!(r.min_channel(), Some(0));
         assert!(Valve::restore(&Writer::new(kinds::GENERATOR).finish()).is_err());
+        let mut two = Valve::new(2).unwrap();
+        assert!(two
+            .restore_from(&Valve::new(4).unwrap().snapshot())
+            .is_err());
+        assert_eq!(two.num_channels(), 2);
+        two.restore_from(&Valve::new(2).unwrap().snapshot())
+            .unwrap();
     }
 }

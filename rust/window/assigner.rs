@@ -82,37 +82,34 @@ pub enum WindowAssigner {
 }
 
 impl WindowAssigner {
-    /// A tumbling assigner; fails unless `|offset| < size` (Java `Math.abs`, which keeps
-    /// `MIN` negative).
+    /// A tumbling assigner; fails unless `size > 0` (checked first, by name) and
+    /// `|offset| < size` (Java `Math.abs`, which keeps `MIN` negative).
     pub fn tumbling(size: Ticks, offset: Ticks) -> Result<Self> {
+        check_positive("size", size)?;
         if offset.wrapping_abs() >= size {
             return Err(Error::param(
-                if size <= 0 { "size" } else { "offset" },
+                "offset",
                 format!("tumbling windows must satisfy abs(offset) < size (size={size}, offset={offset})"),
             ));
-        }
-        if size == 0 {
-            return Err(Error::param("size", "must be positive"));
         }
         Ok(Self::Tumbling { size, offset })
     }
 
-    /// A sliding assigner; fails unless `|offset| < slide`, `size > 0` and
-    /// `size / slide <= 10_000_000`.
+    /// A sliding assigner; fails unless `size > 0` and `slide > 0` (checked first, by
+    /// name), `|offset| < slide` and `size / slide <= 10_000_000`.
+    ///
+    /// Flink accepts a negative slide with `offset = MIN` (`Math.abs(MIN)` is
+    /// negative), and every record then has windows without end: refused here.
     pub fn sliding(size: Ticks, slide: Ticks, offset: Ticks) -> Result<Self> {
-        if size <= 0 {
+        check_positive("size", size)?;
+        check_positive("slide", slide)?;
+        if offset.wrapping_abs() >= slide {
             return Err(Error::param(
-                "size",
-                format!("sliding windows need size > 0 (size={size})"),
-            ));
-        }
-        if offset.wrapping_abs() >= slide || slide == 0 {
-            return Err(Error::param(
-                if slide <= 0 { "slide" } else { "offset" },
+                "offset",
                 format!("sliding windows must satisfy abs(offset) < slide (slide={slide}, offset={offset})"),
             ));
         }
-        if size.wrapping_div(slide) > MAX_SLIDING_WINDOWS {
+        if size / slide > MAX_SLIDING_WINDOWS {
             return Err(Error::param(
                 "slide",
                 format!("sliding windows must satisfy size / slide <= {MAX_SLIDING_WINDOWS}"),
@@ -127,12 +124,7 @@ impl WindowAssigner {
 
     /// A session assigner; fails unless `gap > 0`.
     pub fn session(gap: Ticks) -> Result<Self> {
-        if gap <= 0 {
-            return Err(Error::param(
-                "gap",
-                format!("session gap must be > 0 (gap={gap})"),
-            ));
-        }
+        check_positive("gap", gap)?;
         Ok(Self::Session { gap })
     }
 
@@ -169,6 +161,13 @@ impl WindowAssigner {
                 check_not_min(timestamp)?;
                 let last = cache.start(timestamp, offset, slide)?;
                 let lower = timestamp.wrapping_sub(size);
+                if last > timestamp && lower < timestamp {
+                    // The record's grid cell begins below MIN (only with gaps, slide >
+                    // size, within one slide of MIN): its last start wrapped to near MAX
+                    // while `ts - size` did not. No window contains the record; Java
+                    // would walk from near MAX down to MIN.
+                    return Ok(());
+                }
                 let mut start = last;
                 while start > lower {
                     out.push(TimeWindow::new(start, start.wrapping_add(size)));
@@ -242,6 +241,13 @@ impl GridCache {
         }
         Ok(start)
     }
+}
+
+fn check_positive(name: &'static str, value: Ticks) -> Result<()> {
+    if value <= 0 {
+        return Err(Error::param(name, format!("must be > 0, got {value}")));
+    }
+    Ok(())
 }
 
 fn check_not_min(timestamp: Ticks) -> Result<()> {
@@ -401,5 +407,87 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].into, w(0, 15));
         assert_eq!(m[1].into, w(20, 30));
+    }
+}
+
+#[cfg(test)]
+mod hardening_tests {
+    use super::*;
+    use crate::error::Error;
+
+    fn param_name(r: Result<WindowAssigner>) -> &'static str {
+        match r {
+            Err(Error::InvalidParameter { name, .. }) => name,
+            other => panic!("expected an invalid parameter, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn non_positive_size_and_slide_are_refused_by_name_whatever_the_offset() {
+        for offset in [0, 1, -1, i64::MIN, i64::MAX] {
+            for size in [0, -1, -5, i64::MIN] {
+                assert_eq!(param_name(WindowAssigner::tumbling(size, offset)), "size");
+                assert_eq!(
+                    param_name(WindowAssigner::sliding(size, 10, offset)),
+                    "size"
+                );
+                assert_eq!(
+                    param_name(WindowAssigner::sliding(size, -1, offset)),
+                    "size"
+                );
+            }
+            for slide in [0, -1, i64::MIN] {
+                assert_eq!(
+                    param_name(WindowAssigner::sliding(10, slide, offset)),
+                    "slide"
+                );
+            }
+        }
+    }
+
+    /// `ts` in true (unwrapped) arithmetic: a window `[start, start + size)` listed for
+    /// `ts` must contain it once its start is unwrapped.
+    fn contains(start: i64, size: i64, ts: i64) -> bool {
+        let s = i128::from(start) - if start > ts { 1i128 << 64 } else { 0 };
+        s <= i128::from(ts) && i128::from(ts) < s + i128::from(size)
+    }
+
+    #[test]
+    fn sliding_windows_near_the_ends_are_bounded_and_contain_the_record() {
+        // a gapped assigner one slide above MIN: the start wraps to near MAX
+        let g = WindowAssigner::sliding(3, 10, 0).unwrap();
+        let mut out = Vec::new();
+        g.assign_windows(i64::MIN + 5, &mut out).unwrap();
+        assert!(out.is_empty(), "{out:?}");
+        let params = [
+            (3, 10, 0),
+            (3, 10, 7),
+            (5, 10, -9),
+            (10, 3, 0),
+            (10, 3, 2),
+            (7, 7, 0),
+            (1, i64::MAX, 0),
+            (i64::MAX, i64::MAX, 5),
+            (i64::MAX, i64::MAX / 1000, 0),
+            (1000, 999, -998),
+        ];
+        for (size, slide, offset) in params {
+            let a = WindowAssigner::sliding(size, slide, offset).unwrap();
+            let bound = (size / slide + 1) as usize;
+            for d in 1..40 {
+                for ts in [i64::MIN + d, i64::MAX - d + 1] {
+                    out.clear();
+                    a.assign_windows(ts, &mut out).unwrap();
+                    assert!(out.len() <= bound, "{size}/{slide}/{offset} ts={ts}");
+                    for w in &out {
+                        assert!(
+                            contains(w.start, size, ts),
+                            "{size}/{slide}/{offset} ts={ts} {w:?}"
+                        );
+                        assert_eq!(w.end, w.start.wrapping_add(size));
+                    }
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,10 @@
 //! advances windows are only ever appended, never freed. A window not found may be
 //! created by an earlier record of the chunk, so it is looked up again if anything
 //! was created.
+//!
+//! A chunk is at most [`CHUNK`] records and stops growing once it holds
+//! [`CHUNK_WINDOWS`] windows, so a sliding assigner with millions of windows per
+//! record looks its records up one at a time instead of holding them all.
 
 use super::assigner::{tumbling_window, GridCache, TimeWindow, WindowAssigner};
 use super::store::WindowStore;
@@ -14,6 +18,10 @@ use crate::time::Ticks;
 
 /// Records looked up at a time.
 pub(crate) const CHUNK: usize = 32;
+
+/// A chunk stops taking records once it holds this many windows (a record with more
+/// windows is looked up alone).
+pub(crate) const CHUNK_WINDOWS: usize = 1024;
 
 /// [`Lookahead::slots`]: the window is not live.
 pub(crate) const NOT_FOUND: u32 = u32::MAX;
@@ -37,10 +45,12 @@ pub(crate) struct Lookahead {
 
 impl Lookahead {
     /// Assigns and looks up the windows of the records with key ids `keys` and
-    /// event times `times`. Tumbling windows: one window per record (an empty one
-    /// for a null time) into `windows`, its position into `slots`. Other assigners:
-    /// the record's windows (none for a null time) into `windows`, their positions
-    /// into `found`, the end of them into `ends`.
+    /// event times `times` (at most [`CHUNK`]), up to the first record that brings
+    /// the windows held to [`CHUNK_WINDOWS`]; returns the number of records taken.
+    /// Tumbling windows: one window per record (an empty one for a null time) into
+    /// `windows`, its position into `slots`. Other assigners: the record's windows
+    /// (none for a null time) into `windows`, their positions into `found`, the end of
+    /// them into `ends`.
     pub(crate) fn fill(
         &mut self,
         assigner: &WindowAssigner,
@@ -49,7 +59,11 @@ impl Lookahead {
         keys: &[u32],
         times: &[Ticks],
         valid: Option<&[bool]>,
-    ) {
+    ) -> usize {
+        if self.windows.capacity() > 64 * CHUNK_WINDOWS {
+            // the last chunk was one record with very many windows: give the memory back
+            *self = Self::default();
+        }
         self.windows.clear();
         self.found.clear();
         self.ends.clear();
@@ -70,7 +84,7 @@ impl Lookahead {
                     }
                 }
             }
-            return;
+            return keys.len();
         }
         for (i, (&key, &ts)) in keys.iter().zip(times).enumerate() {
             if valid.map_or(true, |m| m[i]) {
@@ -88,6 +102,10 @@ impl Lookahead {
                 }
             }
             self.ends.push(Some(self.windows.len()));
+            if self.windows.len() >= CHUNK_WINDOWS {
+                return i + 1;
+            }
         }
+        keys.len()
     }
 }

@@ -9,7 +9,8 @@
 //! windows.
 //!
 //! Between two watermark advances, tumbling and sliding records are looked up a
-//! chunk at a time (see `lookahead.rs`) and then added in order; the aggregates
+//! chunk at a time (a bounded number of records and windows, see `lookahead.rs`)
+//! and then added in order; the aggregates
 //! are resolved against the batch's columns once per call (`RowAdder`).
 
 use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
@@ -17,7 +18,7 @@ use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
 use super::lookahead::{Lookahead, CHUNK, NOT_FOUND, REJECTED};
 use super::output::{DropReason, Output, Trigger};
-use super::store::WindowStore;
+use super::store::{Touching, WindowStore};
 use super::timers::{Entry, Timers};
 use crate::error::{Error, Result};
 use crate::time::{Ticks, MAX_TICKS, MIN_TICKS};
@@ -134,7 +135,8 @@ impl WindowOperator {
             }
         }
         let keys = KeyDict::new(cfg.key_names.clone());
-        let timers = Timers::new(cfg.assigner.is_merging());
+        let cfg_merging = cfg.assigner.is_merging();
+        let timers = Timers::new(cfg_merging);
         let stride = cfg.aggs.len();
         Ok(Self {
             cfg,
@@ -142,7 +144,7 @@ impl WindowOperator {
             value_types: None,
             watermark: MIN_TICKS,
             position: 0,
-            store: WindowStore::new(stride),
+            store: WindowStore::new(stride, cfg_merging),
             timers,
             scratch: Vec::new(),
             due: Vec::new(),
@@ -407,19 +409,22 @@ impl WindowOperator {
         let (batch, ids) = (src.batch, src.ids);
         let merging = self.cfg.assigner.is_merging();
         let mut look = std::mem::take(&mut self.lookahead);
-        for chunk in rows.clone().step_by(CHUNK) {
-            let end = rows.end.min(chunk + CHUNK);
-            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
+        let mut chunk = rows.start;
+        while chunk < rows.end {
+            let mut end = rows.end.min(chunk + CHUNK);
             if !merging {
-                look.fill(
-                    &self.cfg.assigner,
-                    &mut self.grid,
-                    &self.store,
-                    &ids[chunk..end],
-                    &batch.event_time[chunk..end],
-                    valid,
-                );
+                // the chunk may end early: it holds a bounded number of windows
+                end = chunk
+                    + look.fill(
+                        &self.cfg.assigner,
+                        &mut self.grid,
+                        &self.store,
+                        &ids[chunk..end],
+                        &batch.event_time[chunk..end],
+                        batch.event_time_valid.map(|m| &m[chunk..end]),
+                    );
             }
+            let valid = batch.event_time_valid.map(|m| &m[chunk..end]);
             let mut created = false;
             let mut from = 0;
             for (i, row) in (chunk..end).enumerate() {
@@ -451,6 +456,7 @@ impl WindowOperator {
                     None => out.drop_row(row, DropReason::MinEventTime),
                 }
             }
+            chunk = end;
         }
         self.lookahead = look;
     }
@@ -579,38 +585,38 @@ impl WindowOperator {
     /// Flink's `MergingWindowSet.addWindow` for a new session window of `key`: merges
     /// the key's live windows with it and returns the window the record goes to.
     fn merge_session(&mut self, key: u32, new: TimeWindow) -> TimeWindow {
-        // Fast path: live windows of a key never touch each other, so unless the new
-        // window touches two of them or extends one, nothing merges.
-        if new.start < new.end {
-            let mut first = None;
-            let mut several = false;
-            let mut proper = true;
-            for w in self.store.windows(key) {
-                proper &= w.start < w.end;
-                if w.intersects(&new) {
-                    several |= first.is_some();
-                    first = first.or(Some(w));
-                }
-            }
-            match first {
-                None => return new,
-                Some(w) if !several && w.start <= new.start && w.end >= new.end => return w,
-                // The new window extends exactly one: with ordinary windows only, the
-                // general merge below reduces to moving that window's state to the cover.
-                Some(w) if !several && proper => {
+        if new.start < new.end && self.store.is_tidy(key) {
+            // Fast path: the key's windows are tidy (none wraps, no two touch), so
+            // Flink's sweep merges the new window with exactly the run of windows it
+            // touches (their cover touches no other), found in O(log n).
+            self.scratch.clear();
+            return match self.store.touching_tidy(key, new, &mut self.scratch) {
+                Touching::None => new,
+                Touching::One(w) if w.start <= new.start && w.end >= new.end => w,
+                Touching::One(w) => {
                     let into = w.cover(&new);
                     self.move_to_cover(key, &[w], into);
-                    return into;
+                    into
                 }
-                _ => {}
-            }
+                Touching::Several => {
+                    let run = std::mem::take(&mut self.scratch);
+                    let into = run.iter().fold(new, |c, w| c.cover(w));
+                    self.move_to_cover(key, &run, into);
+                    self.scratch = run;
+                    into
+                }
+            };
         }
+        // A window that wraps past MAX (event times within a gap of the end of the
+        // range) or windows that touch: Flink's sweep over all of them, which may
+        // also merge windows the new one does not touch.
         let mut all: Vec<TimeWindow> = self.store.windows(key).collect();
         all.push(new);
         let mut result = new;
         for merge in merge_windows(&all) {
             let mut merged = merge.from;
-            if let Some(i) = merged.iter().position(|w| *w == new) {
+            let with_new = merged.iter().position(|w| *w == new);
+            if let Some(i) = with_new {
                 merged.remove(i);
                 result = merge.into;
             }
@@ -619,15 +625,28 @@ impl WindowOperator {
             }
             // Pre-existing windows merge into the cover: state merged, old windows and
             // their timers gone, a firing timer for the cover if it is not due yet.
-            self.move_to_cover(key, &merged, merge.into);
+            let idx = self.move_to_cover(key, &merged, merge.into);
+            if with_new.is_none() {
+                // Windows the new one does not touch (only when windows wrap): Flink
+                // deletes the cover's own timers if it is one of them and never
+                // registers its cleanup timer, so it may never fire (its records lost)
+                // nor be cleaned up. Here it has both, like any window
+                // (docs/semantics.md, departure 10); the record's window gets its
+                // cleanup timer when the record is added.
+                let cleanup = self.cleanup_time(&merge.into);
+                if cleanup != MAX_TICKS {
+                    self.register_timer(key, idx, cleanup);
+                }
+            }
         }
+        self.store.update_tidy(key, Some(result));
         result
     }
 
     /// Merges the state of the live windows `merged` of `key` (in that order) into a
     /// new window `into`, frees them (with their timers) and registers the firing timer
-    /// of `into` unless it is due already.
-    fn move_to_cover(&mut self, key: u32, merged: &[TimeWindow], into: TimeWindow) {
+    /// of `into` unless it is due already; returns the position of `into`.
+    fn move_to_cover(&mut self, key: u32, merged: &[TimeWindow], into: TimeWindow) -> usize {
         let mut acc = std::mem::take(&mut self.acc);
         acc.clear();
         acc.resize(self.stride(), Cell::default());
@@ -661,6 +680,7 @@ impl WindowOperator {
         if max_ts > self.watermark {
             self.register_timer(key, idx, max_ts);
         }
+        idx
     }
 }
 

@@ -176,8 +176,21 @@ fn snapshot_round_trip_and_config_check() {
     );
     assert_eq!(rows(&ra), rows(&rb));
     assert_eq!(rows(&a.finish(None)), rows(&b.finish(None)));
-    let mut c = op(WindowAssigner::tumbling(20, 0).unwrap(), 3);
-    assert!(c.restore(&snap).is_err());
+    let refused = |mut other: WindowOperator| match other.restore(&snap) {
+        Err(crate::Error::Snapshot(m)) => m,
+        r => panic!("{r:?}"),
+    };
+    let m = refused(op(WindowAssigner::tumbling(20, 0).unwrap(), 3));
+    assert!(m.contains("assigner") && m.contains("size: 20"), "{m}");
+    let m = refused(op(WindowAssigner::tumbling(10, 0).unwrap(), 4));
+    assert!(m.contains("allowed lateness (3, this one has 4)"), "{m}");
+    let mut cfg = a.config().clone();
+    cfg.aggs[1].func = AggFn::Max;
+    let m = refused(WindowOperator::new(cfg).unwrap());
+    assert!(
+        m.contains(r#"["count", "sum(v)"], this one has ["count", "max(v)"]"#),
+        "{m}"
+    );
     assert!(b.restore(&snap[..snap.len() - 1]).is_err());
 }
 
@@ -192,4 +205,22 @@ fn invalid_configuration_is_an_error() {
         column: Some(3),
     });
     assert!(WindowOperator::new(cfg).is_err());
+}
+
+#[test]
+fn lookahead_holds_a_bounded_number_of_windows() {
+    // 32 records of 20,000 sliding windows each: the lookahead must not hold them all.
+    let mut o = op(WindowAssigner::sliding(20_000, 1, 0).unwrap(), 0);
+    let ts: Vec<Option<i64>> = (0..32).map(Some).collect();
+    let out = feed(&mut o, &ts, &[1; 32], &[]);
+    assert!(out.late_rows.is_empty() && out.dropped_rows.is_empty());
+    assert_eq!(o.live_windows(), 20_031);
+    let held = o
+        .lookahead
+        .windows
+        .capacity()
+        .max(o.lookahead.found.capacity());
+    assert!(held < 4 * 20_001, "the lookahead held {held} windows");
+    let fin = o.finish(None);
+    assert_eq!(fin.results.len(), 20_031);
 }

@@ -86,6 +86,48 @@ fn read_config(r: &mut Reader<'_>) -> Result<OperatorConfig> {
     })
 }
 
+/// What differs between the configuration of a snapshot and an operator's, if
+/// anything, e.g. `assigner (Session { gap: 5 }, this one has Session { gap: 6 })`.
+fn config_difference(snap: &OperatorConfig, mine: &OperatorConfig) -> Option<String> {
+    let what = if snap.assigner != mine.assigner {
+        format!(
+            "assigner ({:?}, this one has {:?})",
+            snap.assigner, mine.assigner
+        )
+    } else if snap.allowed_lateness != mine.allowed_lateness {
+        format!(
+            "allowed lateness ({}, this one has {})",
+            snap.allowed_lateness, mine.allowed_lateness
+        )
+    } else if snap.key_names != mine.key_names {
+        format!(
+            "key columns ({:?}, this one has {:?})",
+            snap.key_names, mine.key_names
+        )
+    } else if snap.value_names != mine.value_names || snap.aggs != mine.aggs {
+        let aggs = |c: &OperatorConfig| -> Vec<String> {
+            c.aggs
+                .iter()
+                .map(|a| match a.column {
+                    Some(i) => {
+                        let column = c.value_names.get(i).map_or("?", String::as_str);
+                        format!("{}({column})", a.func.name())
+                    }
+                    None => a.func.name().to_string(),
+                })
+                .collect()
+        };
+        format!(
+            "aggregates ({:?}, this one has {:?})",
+            aggs(snap),
+            aggs(mine)
+        )
+    } else {
+        return None;
+    };
+    Some(what)
+}
+
 impl WindowOperator {
     /// The operator's whole state as bytes.
     pub fn snapshot(&self) -> Vec<u8> {
@@ -125,10 +167,10 @@ impl WindowOperator {
     pub fn restore(&mut self, bytes: &[u8]) -> Result<()> {
         let mut r = Reader::new(bytes, SNAPSHOT_KIND)?;
         let cfg = read_config(&mut r)?;
-        if cfg != self.cfg {
-            return Err(Error::Snapshot(
-                "the snapshot was taken from a window operator with another configuration".into(),
-            ));
+        if let Some(what) = config_difference(&cfg, &self.cfg) {
+            return Err(Error::Snapshot(format!(
+                "the snapshot was taken from a window operator with another {what}"
+            )));
         }
         let mut fresh = Self::new(cfg)?;
         fresh.watermark = r.i64()?;
@@ -177,6 +219,11 @@ impl WindowOperator {
             }
         }
         r.finish()?;
+        if fresh.cfg.assigner.is_merging() {
+            for key in 0..fresh.keys.len() as u32 {
+                fresh.store.update_tidy(key, None);
+            }
+        }
         *self = fresh;
         Ok(())
     }

@@ -3,10 +3,15 @@
 //! its accumulator cells, so a record touches one or two cache lines of its own key.
 //! Short lists are searched linearly; once a key has more than 16 live windows (long
 //! sliding windows, large lateness) a hash map indexes its windows until it has none.
+//! For sessions, such a key's windows are also kept ordered by start, so the windows
+//! a new session window touches are found in O(log n) (a key with many open sessions,
+//! the watermark held back by a lagging partition, was quadratic).
 //!
 //! A window's pending timers are Flink's timer set for it: at most `max_timestamp`
 //! and the cleanup time. `MIN` marks "no timer": a timer is only ever registered
 //! above the current watermark, so it is never `MIN`.
+
+use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
@@ -23,6 +28,8 @@ struct KeyWindows {
     buf: Vec<Cell>,
     /// Whether the hash index holds this key's windows (once it had many).
     indexed: bool,
+    /// Sessions: the key's windows may not be tidy (see [`WindowStore::is_tidy`]).
+    untidy: bool,
 }
 
 fn header_window(c: &Cell) -> TimeWindow {
@@ -39,22 +46,51 @@ fn new_header(window: TimeWindow) -> Cell {
     }
 }
 
+/// What [`WindowStore::touching_tidy`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Touching {
+    /// No window.
+    None,
+    /// One window.
+    One(TimeWindow),
+    /// Several windows, appended to the caller's vector.
+    Several,
+}
+
+impl Touching {
+    /// What `hits` holds; several are appended to `out`.
+    fn of(mut hits: impl Iterator<Item = TimeWindow>, out: &mut Vec<TimeWindow>) -> Self {
+        let Some(first) = hits.next() else {
+            return Self::None;
+        };
+        let Some(second) = hits.next() else {
+            return Self::One(first);
+        };
+        out.extend([first, second].into_iter().chain(hits));
+        Self::Several
+    }
+}
+
 /// All live windows, by key id.
 #[derive(Clone, Debug)]
 pub(crate) struct WindowStore {
     stride: usize,
     by_key: Vec<KeyWindows>,
     index: FxHashMap<(u32, Ticks, Ticks), u32>,
+    /// Merging windows only: the windows of the keys in `index`, ordered.
+    ordered: Option<BTreeSet<(u32, Ticks, Ticks)>>,
     len: usize,
 }
 
 impl WindowStore {
-    /// An empty store for `stride` accumulator cells per window.
-    pub(crate) fn new(stride: usize) -> Self {
+    /// An empty store for `stride` accumulator cells per window; `merging`: the
+    /// windows of a key with many are also kept ordered (for [`Self::touching_tidy`]).
+    pub(crate) fn new(stride: usize, merging: bool) -> Self {
         Self {
             stride,
             by_key: Vec::new(),
             index: FxHashMap::default(),
+            ordered: merging.then(BTreeSet::new),
             len: 0,
         }
     }
@@ -134,11 +170,17 @@ impl WindowStore {
         if kw.indexed {
             self.index
                 .insert((key, window.start, window.end), idx as u32);
+            if let Some(o) = &mut self.ordered {
+                o.insert((key, window.start, window.end));
+            }
         } else if idx + 1 > SCAN_LIMIT {
             kw.indexed = true;
             for (i, h) in kw.buf.iter().step_by(step).enumerate() {
                 let w = header_window(h);
                 self.index.insert((key, w.start, w.end), i as u32);
+                if let Some(o) = &mut self.ordered {
+                    o.insert((key, w.start, w.end));
+                }
             }
         }
         idx
@@ -152,6 +194,9 @@ impl WindowStore {
         self.len -= 1;
         if kw.indexed {
             self.index.remove(&(key, gone.start, gone.end));
+            if let Some(o) = &mut self.ordered {
+                o.remove(&(key, gone.start, gone.end));
+            }
         }
         let last = kw.buf.len() / step - 1;
         if idx < last {
@@ -164,8 +209,9 @@ impl WindowStore {
         }
         kw.buf.truncate(last * step);
         if last == 0 {
-            // no index entries remain for the key: back to linear search
+            // no index entries remain for the key: back to linear search (and tidy)
             kw.indexed = false;
+            kw.untidy = false;
             if kw.buf.capacity() > 8 * step {
                 *kw = KeyWindows::default();
             }
@@ -186,12 +232,18 @@ impl WindowStore {
         let gone = header_window(&kw.buf[idx * step]);
         if kw.indexed {
             self.index.remove(&(key, gone.start, gone.end));
+            if let Some(o) = &mut self.ordered {
+                o.remove(&(key, gone.start, gone.end));
+            }
             if idx == 0 {
                 // `free` of the only window goes back to linear search
                 kw.indexed = false;
             } else {
                 self.index
                     .insert((key, window.start, window.end), idx as u32);
+                if let Some(o) = &mut self.ordered {
+                    o.insert((key, window.start, window.end));
+                }
             }
         }
         kw.buf[idx * step] = new_header(window);
@@ -202,6 +254,59 @@ impl WindowStore {
     pub(crate) fn windows(&self, key: u32) -> impl Iterator<Item = TimeWindow> + '_ {
         let buf = self.by_key.get(key as usize).map_or(&[][..], |kw| &kw.buf);
         buf.iter().step_by(self.step()).map(header_window)
+    }
+
+    /// Sessions: whether the windows of `key` are known to be tidy: each ends after
+    /// it starts (none wraps past `MAX`) and no two touch. Ordered by start, tidy
+    /// windows are then ordered by end too, and Flink's sweep merges a new ordinary
+    /// window with exactly the run of windows it touches.
+    pub(crate) fn is_tidy(&self, key: u32) -> bool {
+        self.by_key.get(key as usize).map_or(true, |kw| !kw.untidy)
+    }
+
+    /// Works out [`Self::is_tidy`] for `key` from its windows and `extra` (a window
+    /// that may be added next; tidy with it means tidy without it).
+    pub(crate) fn update_tidy(&mut self, key: u32, extra: Option<TimeWindow>) {
+        let mut all: Vec<TimeWindow> = self.windows(key).chain(extra).collect();
+        all.sort_unstable();
+        let tidy =
+            all.iter().all(|w| w.start < w.end) && all.windows(2).all(|p| p[0].end < p[1].start);
+        if self.by_key.len() <= key as usize {
+            self.by_key
+                .resize_with(key as usize + 1, KeyWindows::default);
+        }
+        self.by_key[key as usize].untidy = !tidy;
+    }
+
+    /// The windows of `key` that `window` intersects (touching included): none, one,
+    /// or several, which are then appended to `out` ordered by start. Exact only while
+    /// the key [`Self::is_tidy`]: then they are a run in start order, found in
+    /// O(log n) once the key has many windows.
+    #[inline]
+    pub(crate) fn touching_tidy(
+        &self,
+        key: u32,
+        window: TimeWindow,
+        out: &mut Vec<TimeWindow>,
+    ) -> Touching {
+        let Some(kw) = self.by_key.get(key as usize) else {
+            return Touching::None;
+        };
+        let at = out.len();
+        let found = match &self.ordered {
+            Some(o) if kw.indexed => Touching::of(
+                o.range((key, Ticks::MIN, Ticks::MIN)..=(key, window.end, Ticks::MAX))
+                    .rev()
+                    .take_while(|&&(_, _, end)| end >= window.start)
+                    .map(|&(_, start, end)| TimeWindow::new(start, end)),
+                out,
+            ),
+            _ => Touching::of(self.windows(key).filter(|w| w.intersects(&window)), out),
+        };
+        if found == Touching::Several {
+            out[at..].sort_unstable();
+        }
+        found
     }
 
     /// The window at `idx` of `key`.
@@ -286,7 +391,7 @@ mod tests {
 
     #[test]
     fn alloc_find_free_keeps_cells_with_their_windows() {
-        let mut s = WindowStore::new(1);
+        let mut s = WindowStore::new(1, false);
         let w = |i: i64| TimeWindow::new(i, i + 1);
         for i in 0..40 {
             let idx = s.alloc(3, w(i));
@@ -322,10 +427,54 @@ mod tests {
     }
 
     #[test]
+    fn touching_tidy_finds_the_run_a_window_touches_ordered_or_not() {
+        // sessions [10i, 10i + 5) of key 1, allocated shuffled; more than SCAN_LIMIT
+        // of them use the ordered index, fewer a scan: both must agree with a filter
+        let w = |s: i64, e: i64| TimeWindow::new(s, e);
+        for n in [5_i64, 40] {
+            let mut s = WindowStore::new(1, true);
+            for i in (0..n).map(|i| (i * 7) % n) {
+                s.alloc(1, w(10 * i, 10 * i + 5));
+            }
+            assert!(s.is_tidy(1));
+            for (a, b) in [
+                (-9, -1),
+                (-5, 0),
+                (3, 12),
+                (5, 10),
+                (6, 9),
+                (0, 1000),
+                (14, 31),
+            ] {
+                let probe = w(a, b);
+                let mut got = Vec::new();
+                match s.touching_tidy(1, probe, &mut got) {
+                    Touching::None => {}
+                    Touching::One(x) => got.push(x),
+                    Touching::Several => assert!(got.len() > 1),
+                }
+                let mut want: Vec<_> = s.windows(1).filter(|x| x.intersects(&probe)).collect();
+                want.sort_unstable();
+                assert_eq!(got, want, "n={n} probe={probe:?}");
+            }
+            s.update_tidy(1, Some(w(2, 11))); // touches [0, 5) and [10, 15)
+            assert!(!s.is_tidy(1));
+            s.update_tidy(1, Some(w(6, 8)));
+            assert!(s.is_tidy(1));
+            s.update_tidy(1, Some(w(i64::MAX - 1, i64::MIN + 3))); // wraps
+            assert!(!s.is_tidy(1));
+            while let Some(&(k, i)) = s.positions().last() {
+                s.free(k, i);
+            }
+            assert!(s.is_tidy(1) && s.ordered.as_ref().is_some_and(BTreeSet::is_empty));
+        }
+    }
+
+    #[test]
     fn replace_last_is_free_then_alloc() {
         let w = |i: i64| TimeWindow::new(i, i + 1);
         for n in [1, 2, 17, 18] {
-            let (mut a, mut b) = (WindowStore::new(2), WindowStore::new(2));
+            let (mut a, mut b) = (WindowStore::new(2, true), WindowStore::new(2, true));
             for s in [&mut a, &mut b] {
                 for i in 0..n {
                     let idx = s.alloc(5, w(i));

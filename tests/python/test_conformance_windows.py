@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from conformance import Case, Mismatches, cases_for
+from conformance import Case, Mismatches, cases_for, conformance_dir
 
 from floodmark.exceptions import FloodmarkError, InvalidInputError, InvalidParameterError
 from floodmark.windows import (
@@ -48,44 +48,100 @@ def error_class(error: dict[str, Any]) -> type[Exception]:
     return ERRORS.get(error["error"], FloodmarkError)
 
 
-@pytest.mark.parametrize("case", cases_for("assign"))
-def test_assign_vector(case: Case) -> None:
+UNAVAILABLE = "unavailable"
+
+
+def assign_step(step: dict[str, Any], assigner: Any) -> Any:
+    """What floodmark gives for one step of an assign vector: the result, an error
+    instance, or ``UNAVAILABLE`` for an ``assign`` step without an assigner (only
+    ``assign`` steps need one)."""
+    try:
+        if "assign" in step:
+            if assigner is None:
+                return UNAVAILABLE
+            return {"windows": [list(w) for w in assigner.assign_windows(step["assign"])]}
+        if "window_start" in step:
+            return {
+                "start": window_start_with_offset(
+                    step["window_start"], step["offset_ms"], step["size_ms"]
+                )
+            }
+        return {
+            "merges": [
+                {"from": [list(w) for w in frm], "into": list(into)}
+                for frm, into in merge_windows([tuple(w) for w in step["merge"]])
+            ]
+        }
+    except FloodmarkError as e:
+        return e
+
+
+def assign_mismatches(case: Case) -> Mismatches:
+    """Every mismatch of one assign vector. When the assigner cannot be built (a
+    top-level ``error``), only the steps that need it did not run
+    (``AssignerUnavailable``): ``window_start`` and ``merge`` steps are still checked
+    (SEMANTICS.md, "How to compare")."""
     m = Mismatches(case)
     s, exp = case.scenario, case.expected
-    if "error" in exp:
-        with pytest.raises(error_class(exp["error"])):
-            make_assigner(s)
-        for i, step in enumerate(exp["steps"]):
-            m.check(i, step["error"]["error"], "AssignerUnavailable")
-        m.assert_none()
-        return
-    assigner = make_assigner(s)
+    assigner = None
+    try:
+        assigner = make_assigner(s)
+    except FloodmarkError as e:
+        if "error" not in exp:
+            m.check("assigner", repr(e), "built")
+        else:
+            m.check("assigner", isinstance(e, error_class(exp["error"])), True)
+    else:
+        if "error" in exp:
+            m.check("assigner", "built", exp["error"])
     for i, step in enumerate(s["steps"]):
         want = exp["steps"][i]
-        try:
-            if "assign" in step:
-                got: Any = {"windows": [list(w) for w in assigner.assign_windows(step["assign"])]}
-            elif "window_start" in step:
-                got = {
-                    "start": window_start_with_offset(
-                        step["window_start"], step["offset_ms"], step["size_ms"]
-                    )
-                }
-            else:
-                got = {
-                    "merges": [
-                        {"from": [list(w) for w in frm], "into": list(into)}
-                        for frm, into in merge_windows([tuple(w) for w in step["merge"]])
-                    ]
-                }
-        except FloodmarkError as e:
-            if "error" in want:
-                m.check(i, isinstance(e, error_class(want["error"])), True)
-            else:
-                m.check(i, repr(e), want)
-            continue
-        m.check(i, got, want)
-    m.assert_none()
+        got = assign_step(step, assigner)
+        kind = want.get("error", {}).get("error")
+        if kind == "AssignerUnavailable":
+            m.check(i, got, UNAVAILABLE)
+        elif kind is not None:
+            m.check(i, isinstance(got, error_class(want["error"])), True)
+        else:
+            m.check(i, repr(got) if isinstance(got, Exception) else got, want)
+    return m
+
+
+@pytest.mark.parametrize("case", cases_for("assign"))
+def test_assign_vector(case: Case) -> None:
+    assign_mismatches(case).assert_none()
+
+
+def test_assign_runner_checks_the_steps_that_need_no_assigner() -> None:
+    # A vector whose assigner cannot be built (size 0): its assign step did not run,
+    # its window_start and merge steps did, and must be checked.
+    def case(start: int, merges: list[Any], first: dict[str, Any] | None = None) -> Case:
+        unavailable = {"error": {"type": "error", "error": "AssignerUnavailable"}}
+        scenario = {
+            "mode": "assign",
+            "assigner": "tumbling",
+            "size_ms": 0,
+            "offset_ms": 0,
+            "steps": [
+                {"assign": 1},
+                {"window_start": -7, "offset_ms": 0, "size_ms": 5},
+                {"merge": [[0, 5], [5, 10]]},
+            ],
+        }
+        expected = {
+            "error": {"type": "error", "error": "IllegalArgumentException"},
+            "steps": [first or unavailable, {"start": start}, {"merges": merges}],
+        }
+        return Case(conformance_dir() / "synthetic.json", scenario, expected)
+
+    right = [{"from": [[0, 5], [5, 10]], "into": [0, 10]}]
+    assert assign_mismatches(case(-10, right)).lines == []
+    assert len(assign_mismatches(case(-9, right)).lines) == 1
+    assert len(assign_mismatches(case(-10, [])).lines) == 1
+    assert len(assign_mismatches(case(-10, right, {"windows": []})).lines) == 1
+    built = case(-10, right)
+    built.scenario["size_ms"] = 10
+    assert len(assign_mismatches(built).lines) == 2  # the assigner, its assign step
 
 
 def runs(entries: list[dict[str, Any]]) -> list[Any]:

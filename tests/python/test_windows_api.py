@@ -44,6 +44,14 @@ def batch(**cols: Any) -> pa.RecordBatch:
         (lambda: SlidingEventTimeWindows.of(100_000_010, 10), "slide"),
         (lambda: EventTimeSessionWindows.with_gap(0), "gap"),
         (lambda: EventTimeSessionWindows.with_gap(-1), "gap"),
+        # abs(Long.MIN_VALUE) is negative in Java: Flink accepts these, and every
+        # record would then have windows without end (issue 18)
+        (lambda: TumblingEventTimeWindows.of(-5, MIN), "size"),
+        (lambda: SlidingEventTimeWindows.of(10, -1, MIN), "slide"),
+        (lambda: SlidingEventTimeWindows.of(-10, -1, MIN), "size"),
+        (lambda: SlidingEventTimeWindows.of(10, MIN, MIN), "slide"),
+        (lambda: SlidingEventTimeWindows.of(timedelta(-1), timedelta(1)).params(), "size"),
+        (lambda: SlidingEventTimeWindows.of(timedelta(1), timedelta(-1)).params(), "slide"),
     ],
 )
 def test_invalid_assigner_parameters_named(make: Any, parameter: str) -> None:
@@ -72,6 +80,10 @@ def test_assign_helpers() -> None:
         (-9, 1),
     ]
     assert EventTimeSessionWindows.with_gap(5).assign_windows(MIN) == [(MIN, MIN + 5)]
+    # a gapped sliding window within one slide of MIN: the record's grid cell begins
+    # below MIN, so no window holds it (the start used to wrap and the windows to be
+    # listed down to MIN, without bound)
+    assert SlidingEventTimeWindows.of(3, 10).assign_windows(MIN + 5) == []
     with pytest.raises(InvalidInputError):
         TumblingEventTimeWindows.of(10).assign_windows(MIN)
     assert window_start_with_offset(-7, 0, 5) == -10

@@ -315,3 +315,255 @@ def test_count_then_int_sum_matches_reference(
     assert got[0] == [{k: v for k, v in r.items() if k not in others} for r in ref.results]
     assert got[1] == ref.late
     assert got[2] == ref.dropped
+
+
+# --- sessions whose windows wrap past Long.MAX_VALUE (issue 18) ------------------
+
+MIN, MAX = -(2**63), 2**63 - 1
+
+
+def jlong(x: int) -> int:
+    """``x`` wrapped to a Java ``long``."""
+    return (x + 2**63) % 2**64 - 2**63
+
+
+class FlinkSessions:
+    """Flink 2.3.0's ``WindowOperator`` over session windows, one key, transcribed with
+    Java ``long`` arithmetic: ``MergingWindowSet.addWindow`` (``TimeWindow.mergeWindows``
+    sorts all live windows and the new one by start and sweeps, a window joining the
+    current group while it ``intersects`` the group's cover), the merge function
+    (``onMerge`` registers the cover's firing timer, then every merged window's timers
+    are deleted), ``EventTimeTrigger`` and the cleanup timer, and timers firing in time
+    order. A session window ``[ts, ts + gap)`` wraps when ``ts + gap`` passes MAX.
+
+    One deliberate departure (docs/semantics.md, departure 10), modelled here: when the
+    sweep merges windows the new one does not touch (only when windows wrap), Flink
+    leaves the cover without a cleanup timer, and without a firing timer if the cover
+    is one of the merged windows (its records never come out); floodmark gives it
+    both, like any window. And where Flink fails the job because a merge's cover is
+    late by its wrapping test ``maxTimestamp + lateness <= watermark`` (lateness near
+    MAX), floodmark merges (``flink_fails`` notes it)."""
+
+    def __init__(self, gap: int, lateness: int) -> None:
+        self.gap, self.L = gap, lateness
+        self.wm = MIN
+        self.live: dict[tuple[int, int], list[int]] = {}  # window -> record ids
+        self.timers: set[tuple[int, tuple[int, int]]] = set()
+        self.results: list[tuple[int, int, int, int]] = []  # start, end, count, watermark
+        self.late: list[int] = []
+        self.dropped: list[int] = []
+        self.flink_fails = False
+
+    @staticmethod
+    def max_ts(w: tuple[int, int]) -> int:
+        return jlong(w[1] - 1)
+
+    def cleanup(self, w: tuple[int, int]) -> int:
+        c = jlong(self.max_ts(w) + self.L)
+        return c if c >= self.max_ts(w) else MAX
+
+    @staticmethod
+    def merge_windows(ws: list[tuple[int, int]]) -> list[tuple[tuple[int, int], set[Any]]]:
+        groups: list[list[Any]] = []
+        for w in sorted(ws, key=lambda w: w[0]):
+            cur = groups[-1] if groups else None
+            if cur is not None and cur[0][0] <= w[1] and cur[0][1] >= w[0]:
+                cur[0] = (min(cur[0][0], w[0]), max(cur[0][1], w[1]))
+                cur[1].add(w)
+            else:
+                groups.append([w, {w}])
+        return [(into, frm) for into, frm in groups if len(frm) > 1]
+
+    def add_window(self, new: tuple[int, int]) -> tuple[int, int]:
+        merges = self.merge_windows([*self.live, new])
+        result, merged_new = new, False
+        for into, frm in merges:
+            with_new = new in frm
+            if with_new:
+                frm.discard(new)
+                merged_new, result = True, into
+            rows = [r for w in sorted(frm) for r in self.live.pop(w)]
+            self.live[into] = rows
+            if not (into in frm and len(frm) == 1):
+                if jlong(self.max_ts(into) + self.L) <= self.wm:
+                    self.flink_fails = True  # UnsupportedOperationException; floodmark merges
+                if self.max_ts(into) > self.wm:
+                    self.timers.add((self.max_ts(into), into))
+                for w in frm:
+                    self.timers.discard((self.max_ts(w), w))
+                    self.timers.discard((self.cleanup(w), w))
+                if not with_new:  # the departure
+                    if self.max_ts(into) > self.wm:
+                        self.timers.add((self.max_ts(into), into))
+                    if self.cleanup(into) != MAX:
+                        self.timers.add((self.cleanup(into), into))
+        if not merges or (result == new and not merged_new):
+            self.live.setdefault(result, [])
+        return result
+
+    def record(self, rid: int, ts: int) -> None:
+        window = self.add_window((ts, jlong(ts + self.gap)))
+        if self.cleanup(window) <= self.wm:
+            self.live.pop(window, None)  # MergingWindowSet.retireWindow
+            (self.late if jlong(ts + self.L) <= self.wm else self.dropped).append(rid)
+            return
+        self.live[window].append(rid)
+        if self.max_ts(window) <= self.wm:
+            self.results.append((*window, len(self.live[window]), self.wm))
+        else:
+            self.timers.add((self.max_ts(window), window))
+        if self.cleanup(window) != MAX:
+            self.timers.add((self.cleanup(window), window))
+
+    def advance(self, wm: int) -> None:
+        if wm <= self.wm:
+            return
+        self.wm = wm
+        while due := sorted(t for t in self.timers if t[0] <= wm):
+            time, w = due[0]
+            self.timers.discard(due[0])
+            if w not in self.live:
+                continue
+            if time == self.max_ts(w) and self.live[w]:
+                self.results.append((*w, len(self.live[w]), wm))
+            if time == self.cleanup(w):
+                self.timers.discard((self.max_ts(w), w))
+                del self.live[w]
+
+
+def run_sessions(gap: int, lateness: int, items: list[Any]) -> tuple[list[Any], ...]:
+    """The operator over ``items`` (event times, or ``("wm", w)``), one call per item:
+    (results, late record ids, dropped record ids), results as a multiset."""
+    op = WindowOperator(
+        EventTimeSessionWindows.with_gap(gap),
+        key="k",
+        event_time="ts",
+        aggs=["count"],
+        allowed_lateness=lateness,
+    )
+    results: list[Any] = []
+    late: list[int] = []
+    dropped: list[int] = []
+    rid = 0
+    for it in items:
+        if isinstance(it, tuple):
+            out = op.advance(it[1])
+        else:
+            out = op.process(pa.record_batch({"k": [0], "ts": [it], "rid": [rid]}))
+            rid += 1
+        results += [
+            (r["window_start"], r["window_end"], r["count"], r["watermark"])
+            for r in out.results.to_pylist()
+        ]
+        late += [r["rid"] for r in out.late.to_pylist()]
+        dropped += [r["rid"] for r in out.dropped.to_pylist()]
+    results += [
+        (r["window_start"], r["window_end"], r["count"], r["watermark"])
+        for r in op.finish().results.to_pylist()
+    ]
+    return sorted(results), late, dropped
+
+
+def model_sessions(gap: int, lateness: int, items: list[Any]) -> tuple[list[Any], ...]:
+    f = FlinkSessions(gap, lateness)
+    rid = 0
+    for it in items:
+        if isinstance(it, tuple):
+            f.advance(it[1])
+        else:
+            f.record(rid, it)
+            rid += 1
+    f.advance(MAX)
+    return sorted(f.results), f.late, f.dropped
+
+
+def test_wrapping_sessions_the_issue_repro() -> None:
+    # gap MAX: every window of a positive event time wraps past MAX
+    gap = MAX
+    items = [-3, -7239656082934827011, 39, 6742873163029187981, -10, ("wm", -8873275832082119812)]
+    want = model_sessions(gap, 0, items)
+    # Flink's sweep: [-3, ...) and [-7.2e18, ...) merge, the record at -10 joins them;
+    # [39, MIN+38) and [6.7e18, ...) wrap and touch nothing next to them in start order
+    assert want == (
+        sorted(
+            [
+                (39, MIN + 38, 1, -8873275832082119812),
+                (6742873163029187981, jlong(6742873163029187981 + gap), 1, MAX),
+                (-7239656082934827011, MAX - 3, 3, MAX),
+            ]
+        ),
+        [],
+        [],
+    )
+    assert run_sessions(gap, 0, items) == want
+
+
+def test_wrapping_sessions_merge_as_flinks_sweep() -> None:
+    # Once [24, MIN+1) is cleaned up, the wrapped [5.0e18, -4.2e18) is next to the big
+    # window in start order and touches it: the sweep of the record at MIN+43 (inside
+    # the big window) merges it in, though the new window touches only the big one.
+    gap, lateness = 9223372036854775785, 5
+    items = [
+        7671963880317361936,
+        -47,
+        -9223372036854775803,
+        9223372036854775779,
+        9223372036854775768,
+        -2432646312752276599,
+        24,
+        5012243539062842062,
+        ("wm", -5861004678800608522),
+        -9223372036854775765,
+        -2642117660775358517,
+    ]
+    want = model_sessions(gap, lateness, items)
+    assert (-9223372036854775803, 9223372036854775738, 7, MAX) in want[0]
+    assert run_sessions(gap, lateness, items) == want
+
+
+def test_wrapping_sessions_merged_without_the_new_window_still_fire() -> None:
+    # The record at MAX-20 wraps; the sweep then merges the big window with two
+    # wrapped ones next to it, none of which the new window touches, into the big
+    # window itself. Flink deletes its timers there and it never fires (nine records
+    # lost); floodmark fires it at the end (departure 10).
+    gap = 9223372036854775795
+    items = [
+        227485158976538094,
+        -9223372036854775801,
+        -8874874087382994237,
+        -9223372036854775804,
+        -9223372036854775771,
+        15,
+        -9223372036854775805,
+        -492886327660043331,
+        3614616454701143585,
+        3548743025914984565,
+        ("wm", -9223372036854775799),
+        9223372036854775787,
+    ]
+    want = model_sessions(gap, 0, items)
+    assert (-9223372036854775805, 8730485709194732464, 9, MAX) in want[0]
+    assert run_sessions(gap, 0, items) == want
+
+
+extreme = st.one_of(
+    st.integers(MIN + 1, MIN + 60),
+    st.integers(-60, 60),
+    st.integers(MAX - 60, MAX),
+    st.integers(MIN, MAX),
+)
+session_items = st.lists(
+    st.one_of(extreme, extreme, extreme, st.tuples(st.just("wm"), extreme)), max_size=25
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gap=st.one_of(st.integers(MAX - 60, MAX), st.integers(1, MAX), st.integers(1, 40)),
+    lateness=st.one_of(st.sampled_from([0, 5]), st.integers(0, MAX)),
+    items=session_items,
+)
+def test_sessions_at_the_ends_of_the_range_match_flink(
+    gap: int, lateness: int, items: list[Any]
+) -> None:
+    assert run_sessions(gap, lateness, items) == model_sessions(gap, lateness, items)

@@ -10,7 +10,8 @@ use super::arrays::emissions_to_py;
 
 /// A native watermark generator (bounded out-of-orderness, punctuated,
 /// processing-time lag or none), optionally with idleness, together with the output
-/// filter `drive` continues from (a [`Channel`]).
+/// filter `drive` continues from (a [`Channel`]) and the last grid time `drive` ran
+/// it to (a continued `drive` must start after it).
 #[pyclass(module = "floodmark._core", name = "_Generator")]
 pub struct PyGenerator {
     pub(crate) inner: Channel,
@@ -65,12 +66,27 @@ impl PyGenerator {
         emissions_to_py(&v)
     }
 
+    /// The last grid time `drive` ran the generator to (`None` before any).
+    #[getter]
+    fn get_last_grid(&self) -> Option<i64> {
+        self.inner.last_grid
+    }
+
+    #[setter]
+    fn set_last_grid(&mut self, value: Option<i64>) {
+        self.inner.last_grid = value;
+    }
+
     fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.snapshot())
     }
 
+    /// Restores a snapshot of a generator with the same configuration (kind, bound or
+    /// lag, idleness timeout); refuses any other.
     fn restore(&mut self, data: &[u8]) -> PyResult<()> {
-        self.inner = Channel::restore(data)?;
+        let inner = Channel::restore(data)?;
+        self.inner.generator.check_same_config(&inner.generator)?;
+        self.inner = inner;
         Ok(())
     }
 

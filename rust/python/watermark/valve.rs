@@ -126,7 +126,6 @@ impl PyValve {
     }
 
     fn restore(&mut self, data: &[u8]) -> PyResult<()> {
-        self.inner = Valve::restore(data)?;
-        Ok(())
+        Ok(self.inner.restore_from(data)?)
     }
 }

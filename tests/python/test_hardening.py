@@ -1,0 +1,372 @@
+"""Issue 18, the Python API at the edges: integers outside int64 and floats refused
+by name, numpy integers accepted, snapshots refused when corrupt, truncated or taken
+from another configuration, a continued ``drive`` that goes back, a table that needs
+several record batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import floodmark.windows
+from floodmark import Multiplexer, Valve, WatermarkStrategy, combine, drive
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SnapshotError
+from floodmark.strategy import WatermarkOutput
+from floodmark.windows import (
+    EventTimeSessionWindows,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowOperator,
+    merge_windows,
+    window_start_with_offset,
+)
+
+MIN, MAX = -(2**63), 2**63 - 1
+BIG = 2**64
+
+
+class Ascending:
+    """A user generator: the largest timestamp so far, minus one."""
+
+    def __init__(self) -> None:
+        self.max_ts = MIN + 1
+
+    def on_event(self, timestamp: int, output: WatermarkOutput) -> None:
+        self.max_ts = max(self.max_ts, timestamp)
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        output.emit_watermark(self.max_ts - 1)
+
+
+class Other(Ascending):
+    pass
+
+
+def operator(**kw: Any) -> WindowOperator:
+    args: dict[str, Any] = {"key": "k", "event_time": "ts", "aggs": ["count", ("sum", "v")]}
+    args.update(kw)
+    window = args.pop("window", TumblingEventTimeWindows.of(10))
+    return WindowOperator(window, **args)
+
+
+def parameter_of(call: Callable[[], object]) -> str:
+    with pytest.raises(InvalidParameterError) as info:
+        call()
+    return info.value.parameter
+
+
+def column_of(call: Callable[[], object]) -> str:
+    with pytest.raises(InvalidInputError) as info:
+        call()
+    return info.value.column
+
+
+# --- integers: outside int64 and floats refused by name, numpy integers accepted ----
+
+
+def test_ints_outside_int64_name_the_argument() -> None:
+    gen = WatermarkStrategy.for_bounded_out_of_orderness(5).create_generator()
+    assert parameter_of(lambda: gen.on_event(BIG)) == "timestamp"
+    assert parameter_of(lambda: gen.on_event(1, marker=-BIG)) == "marker"
+    assert parameter_of(lambda: gen.on_periodic_emit(MAX + 1)) == "now"
+    v = Valve(2)
+    assert parameter_of(lambda: v.input_watermark(0, BIG)) == "wm"
+    assert parameter_of(lambda: v.input_watermark(BIG, 1)) == "channel"
+    assert parameter_of(lambda: v.input_status(BIG, "idle")) == "channel"
+    m = Multiplexer()
+    m.register_output("a")
+    assert parameter_of(lambda: m.emit_watermark("a", BIG)) == "wm"
+    s = WatermarkStrategy.for_monotonous_timestamps()
+    assert parameter_of(lambda: drive(s, [1], [1], start=BIG)) == "start"
+    assert parameter_of(lambda: drive(s, [1], [1], until=MIN - 1)) == "until"
+    assert column_of(lambda: drive(s, [BIG], [1])) == "event_time"
+    w = TumblingEventTimeWindows.of(10)
+    assert parameter_of(lambda: w.assign_windows(BIG)) == "timestamp"
+    assert parameter_of(lambda: window_start_with_offset(BIG, 0, 5)) == "timestamp"
+    assert parameter_of(lambda: window_start_with_offset(1, 0, BIG)) == "size"
+    assert parameter_of(lambda: merge_windows([(0, BIG)])) == "windows"
+    op = operator()
+    assert parameter_of(lambda: op.advance(BIG)) == "watermark"
+    assert parameter_of(lambda: op.advance(1, time=BIG)) == "time"
+    assert parameter_of(lambda: op.finish(time=-BIG)) == "time"
+    rb = pa.record_batch({"k": [1], "ts": [1], "v": [1]})
+    assert column_of(lambda: op.process(rb, {"position": [0], "watermark": [BIG]})) == "watermark"
+    assert column_of(lambda: op.process(rb, {"position": [BIG], "watermark": [1]})) == "position"
+
+
+def test_floats_and_none_are_refused_not_truncated() -> None:
+    s = WatermarkStrategy.for_monotonous_timestamps()
+    assert column_of(lambda: drive(s, [1.5, 2.0], [0, 1])) == "event_time"
+    assert column_of(lambda: drive(s, [1, 2], [0.0, 1.0])) == "arrival"
+    assert column_of(lambda: drive(s, np.array([1.5]), [0])) == "event_time"
+    op = operator()
+    assert parameter_of(lambda: op.advance(5.7)) == "watermark"  # type: ignore[arg-type]
+    assert parameter_of(lambda: op.advance(None)) == "watermark"  # type: ignore[arg-type]
+    assert parameter_of(lambda: op.finish(time=1.5)) == "time"  # type: ignore[arg-type]
+    rb = pa.record_batch({"k": [1], "ts": [1], "v": [1]})
+    assert column_of(lambda: op.process(rb, {"position": [1], "watermark": [5.7]})) == "watermark"
+    assert column_of(lambda: op.process(rb, {"position": [0.5], "watermark": [5]})) == "position"
+    assert column_of(
+        lambda: op.process(rb, {"position": [1], "watermark": [5], "time": [1.5]})
+    ) == ("time")
+    assert op.position == 0 and op.watermark == MIN  # nothing was processed
+    assert parameter_of(lambda: merge_windows([(0.5, 3)])) == "windows"  # type: ignore[list-item]
+    gen = WatermarkStrategy.for_monotonous_timestamps().create_generator()
+    assert parameter_of(lambda: gen.on_event(2.0)) == "timestamp"  # type: ignore[arg-type]
+    assert parameter_of(lambda: Valve(1).input_watermark(0, 1.5)) == "wm"  # type: ignore[arg-type]
+
+
+def test_numpy_integers_are_ints() -> None:
+    i = np.int64
+    assert Valve(i(3)).num_channels == 3
+    assert Valve(np.uint8(2)).input_watermark(i(0), i(5)) == []
+    empty = pa.record_batch(
+        {
+            "channel": pa.array([], pa.int64()),
+            "time": pa.array([], pa.int64()),
+            "kind": pa.array([], pa.string()),
+            "watermark": pa.array([], pa.int64()),
+        }
+    )
+    assert combine(empty, num_channels=i(2)).num_rows == 0
+    assert parameter_of(lambda: Valve(True)) == "num_channels"  # a bool is not a count
+    assert parameter_of(lambda: Valve(BIG)) == "num_channels"
+    assert repr(TumblingEventTimeWindows.of(i(10))) == "TumblingEventTimeWindows(size=10, offset=0)"
+    s = WatermarkStrategy.for_bounded_out_of_orderness(i(5)).with_idleness(np.int32(100))
+    assert s.bound == 5 and type(s.bound) is int
+    gen = s.create_generator()
+    gen.on_event(i(50))
+    assert [e.watermark for e in gen.on_periodic_emit(i(1))] == [44]
+    r = drive(s, [10], [0], start=i(0), until=np.int16(200), emit_interval=i(100))
+    assert r.record_watermark.to_pylist() == [MIN]
+    w = SlidingEventTimeWindows.of(i(10), i(5), np.int8(1))
+    assert w.assign_windows(i(7)) == [(6, 16), (1, 11)]
+    op = operator(window=w, allowed_lateness=i(2))
+    op.process(
+        pa.record_batch({"k": [1], "ts": [7], "v": [1]}), {"position": [i(1)], "watermark": [i(20)]}
+    )
+    assert op.advance(i(30)).results.num_rows == 0
+    assert op.finish(time=i(9)).results.num_rows == 0
+
+
+def test_user_generator_watermarks_must_be_int64() -> None:
+    class Bad(Ascending):
+        def on_periodic_emit(self, output: WatermarkOutput) -> None:
+            output.emit_watermark(2.5)  # type: ignore[arg-type]
+
+    gen = WatermarkStrategy.for_generator(Bad).create_generator()
+    assert parameter_of(lambda: gen.on_periodic_emit()) == "ts"
+
+
+# --- drive: errors name what the caller gave; a continued drive may not go back ----
+
+
+def test_drive_names_what_the_caller_passed() -> None:
+    s = WatermarkStrategy.for_monotonous_timestamps()
+    # until defaults to the last arrival: the error names arrival, not until
+    assert column_of(lambda: drive(s, [1, 2], [0, 50], start=100)) == "arrival"
+    assert parameter_of(lambda: drive(s, [1, 2], [0, 50], start=100, until=60)) == "until"
+    assert parameter_of(lambda: drive(s, [1, 2], [40, 50], until=30)) == "until"
+    # the last grid time overflows: arrival (defaulted until) or until
+    assert column_of(lambda: drive(s, [1], [MAX], emit_interval=10)) == "arrival"
+    assert parameter_of(lambda: drive(s, [1], [1], until=MAX, emit_interval=10)) == "until"
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        WatermarkStrategy.for_bounded_out_of_orderness(3),
+        WatermarkStrategy.for_generator(Ascending),
+    ],
+)
+def test_continued_drive_must_come_after_the_last_grid_time(strategy: WatermarkStrategy) -> None:
+    gen = strategy.create_generator()
+    drive(strategy, [10, 20], [10, 150], emit_interval=100, start=0, until=200, generator=gen)
+    # the grid ran to 200: a record arriving at or before it, or a grid from it, goes back
+    assert (
+        column_of(lambda: drive(strategy, [5], [200], emit_interval=100, generator=gen))
+        == "arrival"
+    )
+    assert (
+        parameter_of(
+            lambda: drive(strategy, [5], [300], emit_interval=100, start=150, generator=gen)
+        )
+        == "start"
+    )
+    # the last grid time travels with the snapshot
+    again = strategy.create_generator()
+    again.restore(gen.snapshot())
+    assert (
+        column_of(lambda: drive(strategy, [5], [120], emit_interval=100, generator=again))
+        == "arrival"
+    )
+    ok = drive(strategy, [30], [201], emit_interval=100, generator=again)
+    assert ok.record_watermark.to_pylist() == [16 if strategy.kind != "python" else 19]
+    assert (
+        column_of(lambda: drive(strategy, [5], [250], emit_interval=100, generator=again))
+        == "arrival"
+    )  # the grid of the last call ran to 300
+
+
+# --- snapshots: another configuration, corruption, truncation --------------------
+
+
+def test_generator_snapshot_of_another_configuration_is_refused() -> None:
+    base = WatermarkStrategy.for_bounded_out_of_orderness(5)
+    others = [
+        WatermarkStrategy.for_bounded_out_of_orderness(10),
+        base.with_idleness(100),
+        WatermarkStrategy.for_processing_time_lag(5),
+        WatermarkStrategy.no_watermarks(),
+        WatermarkStrategy.for_punctuated("m"),
+    ]
+    gen = base.create_generator()
+    for other in others:
+        with pytest.raises(SnapshotError, match="bound=5") as info:
+            gen.restore(other.create_generator().snapshot())
+        assert "generator" in str(info.value)
+    idle = base.with_idleness(100).create_generator()
+    with pytest.raises(SnapshotError, match="with_idleness"):
+        idle.restore(base.with_idleness(200).create_generator().snapshot())
+    gen.restore(base.create_generator().snapshot())
+    assert gen.strategy == base
+    # user generators: the idle timeout and the generator's class must match
+    py = WatermarkStrategy.for_generator(Ascending)
+    pgen = py.create_generator()
+    for other_py in (py.with_idleness(100), WatermarkStrategy.for_generator(Other)):
+        with pytest.raises(SnapshotError, match="Ascending"):
+            pgen.restore(other_py.create_generator().snapshot())
+    pgen.restore(py.create_generator().snapshot())
+
+
+def test_valve_snapshot_of_another_number_of_channels_is_refused() -> None:
+    v = Valve(2)
+    with pytest.raises(SnapshotError, match="4 channel"):
+        v.restore(Valve(4).snapshot())
+    assert v.num_channels == 2
+    v.restore(Valve(2).snapshot())
+
+
+@pytest.mark.parametrize(
+    ("other", "what"),
+    [
+        ({"window": TumblingEventTimeWindows.of(20)}, "assigner"),
+        ({"window": EventTimeSessionWindows.with_gap(10)}, "assigner"),
+        ({"allowed_lateness": 5}, "allowed lateness"),
+        ({"key": ["k", "v"]}, "key columns"),
+        ({"aggs": ["count"]}, "aggregates"),
+        ({"aggs": ["count", ("max", "v")]}, "aggregates"),
+    ],
+)
+def test_operator_snapshot_of_another_configuration_is_refused(
+    other: dict[str, Any], what: str
+) -> None:
+    op = operator()
+    op.process(pa.record_batch({"k": [1], "ts": [3], "v": [4]}))
+    with pytest.raises(SnapshotError, match=what):
+        operator(**other).restore(op.snapshot())
+
+
+def snapshots() -> list[tuple[str, bytes, Callable[[bytes], None]]]:
+    gen = WatermarkStrategy.for_bounded_out_of_orderness(7).with_idleness(100)
+    g = gen.create_generator()
+    g.on_event(1234)
+    g.on_periodic_emit(5000)
+    drive(gen, [1300], [5100], emit_interval=100, generator=g)
+    py = WatermarkStrategy.for_generator(Ascending).create_generator()
+    py.on_event(99)
+    v = Valve(3)
+    v.input_watermark(0, 10)
+    v.input_status(2, "idle")
+    m = Multiplexer()
+    m.register_output("a")
+    m.register_output("bc")
+    m.emit_watermark("a", 10)
+    op = operator(window=EventTimeSessionWindows.with_gap(5), allowed_lateness=3)
+    op.process(
+        pa.record_batch({"k": ["x", "yy", "x"], "ts": [1, 7, 12], "v": [3, 4, 5]}),
+        {"position": [2], "watermark": [9]},
+    )
+    return [
+        ("generator", g.snapshot(), gen.create_generator().restore),
+        ("user generator", py.snapshot(), py.restore),
+        ("valve", v.snapshot(), Valve(3).restore),
+        ("multiplexer", m.snapshot(), Multiplexer().restore),
+        ("window operator", op.snapshot(), op.restore),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "snap", "restore"), [pytest.param(*s, id=s[0]) for s in snapshots()]
+)
+def test_every_corrupted_byte_and_truncation_is_refused(
+    name: str, snap: bytes, restore: Callable[[bytes], None]
+) -> None:
+    restore(snap)
+    accepted = []
+    for i in range(len(snap)):
+        for flip in (0x01, 0xFF):
+            bad = bytearray(snap)
+            bad[i] ^= flip
+            try:
+                restore(bytes(bad))
+                accepted.append(f"byte {i} ^ {flip:#x}")
+            except SnapshotError:
+                pass
+    for n in range(len(snap)):
+        try:
+            restore(snap[:n])
+            accepted.append(f"truncated to {n}")
+        except SnapshotError:
+            pass
+    assert not accepted, f"{name}: {len(accepted)} accepted, e.g. {accepted[:5]}"
+
+
+# --- a table that needs several record batches even with its chunks combined -------
+
+
+def test_a_table_of_several_batches_is_processed_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A string column over 2 GiB stays several chunks after combine_chunks(); that is
+    # simulated by leaving the chunks as they are (every row used to be skipped).
+    monkeypatch.setattr(floodmark.windows, "_combined", lambda table: table)
+    rows = {
+        "k": [1, 1, 2, 1, 2, 1, 1],
+        "ts": [1, 4, 12, 3, 25, 2, 40],
+        "v": [1, 2, 3, 4, 5, 6, 7],
+        "payload": ["a", "b", "c", "d", "e", "f", "g"],
+    }
+    whole = pa.record_batch(rows)
+    table = pa.Table.from_batches([whole.slice(0, 2), whole.slice(2, 3), whole.slice(5, 2)])
+    assert len(floodmark.windows._to_batches(table)) == 3
+    # advances inside a batch, at a boundary, at the start and at the end
+    advances = {
+        "position": [0, 2, 4, 5, 7],
+        "watermark": [0, 9, 10, 19, 30],
+        "time": [1, 2, 3, 4, 5],
+    }
+    outs = []
+    for data in (whole, table):
+        op = operator(allowed_lateness=3, arrival=None)
+        out = op.process(data, advances)
+        fin = op.finish()
+        outs.append(
+            (
+                out.results.to_pylist(),
+                out.late.to_pylist(),
+                out.dropped.to_pylist(),
+                fin.results.to_pylist(),
+                op.position,
+            )
+        )
+    assert outs[1] == outs[0]
+    results, late, _, final, position = outs[0]
+    assert position == 7
+    assert sum(r["count"] for r in results + final if r["timing"] == "on_time") + len(late) >= 6
+    # bad positions are refused before anything is processed
+    op = operator()
+    assert column_of(lambda: op.process(table, {"position": [8], "watermark": [1]})) == "position"
+    assert op.position == 0
