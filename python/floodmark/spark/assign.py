@@ -49,6 +49,8 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
 
     plan = timeline.plan
     names = ["channel", "bucket", _CWM, _WM]
+    if timeline.record_driven:
+        return read_by_arrival(df, timeline)
     if timeline.buckets is not None:
         table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
         joined = join_buckets(df, plan, table.rename_columns(names))
@@ -65,6 +67,40 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
         is_late.alias("is_late"),
         reason.alias("error"),
     )
+
+
+def read_by_arrival(df: DataFrame, timeline: Timeline) -> DataFrame:
+    """Stage 3 for a generator that emits on records: its records (with their channel
+    watermark from the per-channel pass) read the combined watermark by arrival."""
+    from pyspark.sql import functions as F
+
+    from floodmark.spark.per_channel import in_force_by_arrival
+
+    plan = timeline.plan
+    if timeline.records is None:  # no placeable record
+        placed = df.where(F.lit(False)).select("*", F.lit(None).cast("bigint").alias(_CWM))
+    else:
+        placed = timeline.records.withColumnRenamed("channel_watermark", _CWM)
+    looked = in_force_by_arrival(placed, timeline, plan.arrival.ticks()).withColumnRenamed(
+        "__fm_pc_wm", _WM
+    )
+    wm = F.col(_WM)
+    kept = [F.col(quote(c)) for c in df.columns]
+    good = looked.select(
+        *kept,
+        plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
+        plan.event_time.from_ticks(wm).alias("watermark"),
+        behind_watermark(plan.event_time.ticks(), wm).alias("is_late"),
+        F.lit(None).cast("string").alias("error"),
+    )
+    bad = df.where(error_reason(plan).isNotNull()).select(
+        *kept,
+        F.lit(None).cast(good.schema["channel_watermark"].dataType).alias("channel_watermark"),
+        F.lit(None).cast(good.schema["watermark"].dataType).alias("watermark"),
+        F.lit(None).cast("boolean").alias("is_late"),
+        error_reason(plan).alias("error"),
+    )
+    return good.unionByName(bad)
 
 
 @without_call_sites

@@ -285,8 +285,8 @@ def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
     """``(first bucket, the combined watermark in force per bucket)`` from the first
     bucket to one past the last (a bucket before has no watermark, one after every
     advance's); None when there is no bucket (no record to look up)."""
-    if timeline.first_bucket is None or timeline.last_bucket is None:
-        return None
+    if timeline.first_bucket is None or timeline.last_bucket is None or timeline.record_driven:
+        return None  # (a generator emitting on records changes it between grid times)
     times, wms = timeline.advances()
     first, last = timeline.first_bucket, timeline.last_bucket
     ks = np.arange(first, last + 2, dtype=np.int64)

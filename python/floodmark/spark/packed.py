@@ -39,6 +39,7 @@ KINDS = {
     "error": 6,
     "emissions": 7,
     "operators": 8,
+    "records": 9,
 }
 _NAMES = {code: name for name, code in KINDS.items()}
 #: Rows per packed batch: keeps each payload far below Arrow's 2 GiB binary limit.

@@ -41,6 +41,7 @@ class WatermarkPlan:
     channel: str
     interval: int
     strategy: WatermarkStrategy  # durations already in ticks
+    marker: TimeColumn | None = None  # a punctuated strategy's watermark column
 
     def bucket(self, arrival_ticks: str) -> Column:
         """The grid bucket of each record, from the column ``arrival_ticks`` holding its
@@ -57,16 +58,21 @@ class WatermarkPlan:
 def resolve_strategy(
     strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
 ) -> WatermarkStrategy:
-    """The strategy in ticks (:func:`floodmark.timeline.strategy_in_ticks`), checked to
-    be one the Spark pipeline runs."""
-    resolved = strategy_in_ticks(strategy, event_unit, arrival_unit)
-    if resolved.kind not in PERIODIC_KINDS:
+    """The strategy in ticks (:func:`floodmark.timeline.strategy_in_ticks`). Every kind
+    runs on Spark: the periodic ones from per-(channel, bucket) rows
+    (:mod:`floodmark.spark.timeline`), the ones that emit on records per channel
+    (:mod:`floodmark.spark.per_channel`)."""
+    return strategy_in_ticks(strategy, event_unit, arrival_unit)
+
+
+def require_periodic(plan: WatermarkPlan, where: str) -> None:
+    """Refuses a generator that emits on records where only the periodic ones run."""
+    if plan.strategy.kind not in PERIODIC_KINDS:
         raise InvalidParameterError(
-            f"invalid parameter `strategy`: the Spark pipeline runs the periodic strategies "
-            f"({', '.join(PERIODIC_KINDS)}, with or without idleness); {resolved.kind!r} runs "
-            "with floodmark.replay or floodmark.drive on a single table instead"
+            f"invalid parameter `strategy`: {where} runs the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
+            f"{plan.strategy.kind!r}: use the batch functions (floodmark.spark) for it"
         )
-    return resolved
 
 
 def make_plan(
@@ -128,9 +134,18 @@ def make_plan(
                 f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
                 f"the arrival column's unit ({arr.unit!r}); give a longer interval"
             )
-        return df, WatermarkPlan(
-            ev, arr, channel, interval, resolve_strategy(strategy, ev.unit, arr.unit)
-        )
+        resolved = resolve_strategy(strategy, ev.unit, arr.unit)
+        marker = None
+        if resolved.marker_column is not None:
+            marker = time_column(df, resolved.marker_column, event_time_unit, "marker_column")
+            if (marker.kind == "integer") != (ev.kind == "integer") or marker.unit != ev.unit:
+                raise schema_error(
+                    marker.name,
+                    f"the punctuated strategy's marker column {marker.name!r} holds "
+                    "watermarks of the event time: it needs the event-time column's type "
+                    f"and unit ({ev.kind}, {ev.unit})",
+                )
+        return df, WatermarkPlan(ev, arr, channel, interval, resolved, marker)
 
 
 def valid_rows(plan: WatermarkPlan) -> Column:
@@ -160,6 +175,7 @@ __all__ = [
     "WatermarkPlan",
     "error_reason",
     "make_plan",
+    "require_periodic",
     "resolve_strategy",
     "valid_rows",
 ]

@@ -44,7 +44,7 @@ from floodmark.spark.columns import quote
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
-from floodmark.timeline import TimelineBuilder, channel_index
+from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -88,6 +88,11 @@ class Timeline:
             ``watermark``) when asked for: all of it when the table came to the
             driver, else compacted for the report's per-partition views
             (:func:`floodmark.report.partition_views.compact_emissions`).
+        record_driven: the generator emits on records (punctuated, user generators,
+            :mod:`floodmark.spark.per_channel`): the combined watermark changes at
+            records' arrivals, not on the grid, so no per-bucket lookup applies.
+        records: for such a generator, when the channel watermarks were asked for: the
+            placeable records with their ``channel_watermark`` (ticks), cached.
     """
 
     plan: WatermarkPlan
@@ -102,6 +107,8 @@ class Timeline:
     bucket_frame: DataFrame | None = None
     emissions: pa.Table | None = None
     cached: list[DataFrame] = field(default_factory=list)
+    record_driven: bool = False
+    records: DataFrame | None = None
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, watermarks)`` of the rows where the combined watermark grew."""
@@ -282,6 +289,10 @@ def compute_timelines(
     from pyspark import StorageLevel
 
     chosen = list(strategies) if strategies is not None else [plan.strategy]
+    if record_driven(plan):
+        from floodmark.spark.per_channel import per_channel_timeline
+
+        return [per_channel_timeline(df, plan, records=channel_watermarks)]
     agg = bucket_aggregate(df, plan, stats or probe is not None)
     agg.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -294,6 +305,11 @@ def compute_timelines(
         return on_executors(agg, plan, chosen, channel_watermarks, probe)
     finally:
         agg.unpersist()
+
+
+def record_driven(plan: WatermarkPlan) -> bool:
+    """Whether the plan's generator emits on records (it cannot take bucket rows)."""
+    return plan.strategy.kind not in PERIODIC_KINDS
 
 
 def compute_timeline(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.plan import WatermarkPlan, make_plan
+from floodmark.spark.plan import WatermarkPlan, make_plan, require_periodic
 from floodmark.spark.streaming.frontier import ARRIVAL, EngineState
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
 from floodmark.spark.streaming.state import StateStore
@@ -170,6 +170,7 @@ class BatchHandler(ABC):
             event_time_unit=self.event_time_unit,
             arrival_unit=self.arrival_unit,
         )
+        require_periodic(plan, "a live query")
         return plan
 
     def fingerprint(self, plan: WatermarkPlan) -> dict[str, Any]:

@@ -17,7 +17,6 @@ floats and the same snapshots.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
@@ -104,10 +104,7 @@ def group_runner(
         for raw in batches:
             batch = raw.rename_columns(names)
             groups = batch.column(_GROUP).to_numpy(zero_copy_only=False)
-            bounds = [0, *(np.flatnonzero(groups[1:] != groups[:-1]) + 1).tolist(), len(groups)]
-            for lo, hi in itertools.pairwise(bounds):
-                if lo == hi:
-                    continue
+            for lo, hi in runs(batch.column(_GROUP)):
                 part = batch.slice(lo, hi - lo)
                 g = int(groups[lo])
                 if g != group:

@@ -1,0 +1,333 @@
+"""Stages 1-2 for the generators that emit on records: punctuated generators (a
+watermark carried by a record) and user Python generators.
+
+Why another route. The periodic generators' emissions depend only on the largest event
+time per bucket of the emission grid, so Spark reduces the records to per-(channel,
+bucket) rows first (:mod:`floodmark.spark.timeline`). A generator that emits on records
+must see every record, in order. So the records go to the executors grouped by channel
+(one shuffle of four columns: channel, arrival, event time, marker), sorted by arrival,
+and each channel runs its generator through the engine's driver (:func:`floodmark.drive`,
+fed chunk by chunk as Spark hands the batches over: the grid of a chunk stops before the
+bucket of the next chunk's first arrival, and records of one arrival are never split, so
+chunks give the output of the whole). Each channel's output stream comes back, and the
+valve merges the streams (:class:`floodmark.timeline.TimelineBuilder` for emissions): on
+the driver when they are few, in one Spark task otherwise. ``assign_watermarks`` also
+needs each record's own channel watermark: then every column of the records travels
+through that pass and comes back with it.
+
+The combined watermark of such a generator changes at records' arrival times, not on a
+grid: a record reads the last change strictly before its arrival from the timeline
+itself (shipped to the executors, at most :data:`MAX_SHIPPED_TIMELINE` rows), and the
+window stage runs the keyed operator with the timeline's advances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from floodmark.exceptions import InvalidInputError
+from floodmark.spark.batches import runs
+from floodmark.spark.columns import quote
+from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
+from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.time import I64_MIN
+from floodmark.timeline import TimelineBuilder, channel_index
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from floodmark.spark.timeline import Timeline
+
+#: The per-channel streams come to the driver when they have at most this many rows.
+MAX_DRIVER_EMISSIONS = 1 << 20
+#: The most timeline rows shipped to the executors for records to read their watermark.
+MAX_SHIPPED_TIMELINE = 1 << 22
+_CH, _ARR, _TS, _MARK = "__fm_pc_channel", "__fm_pc_arrival", "__fm_pc_ts", "__fm_pc_marker"
+EMISSIONS_SCHEMA = pa.schema(
+    [
+        ("channel", pa.int64()),
+        ("seq", pa.int64()),
+        ("time", pa.int64()),
+        ("kind", pa.string()),
+        ("watermark", pa.int64()),
+    ]
+)
+
+
+class ChannelFeeder:
+    """One channel's records through the driver, chunk after chunk: each chunk's grid
+    stops before the bucket of the next chunk's first arrival, and the records of the
+    last arrival seen wait for the next chunk (a record must not see the emissions of
+    records of its own arrival)."""
+
+    def __init__(self, plan: WatermarkPlan, start: int, until: int, schema: pa.Schema) -> None:
+        self.strategy, self.interval = plan.strategy, plan.interval
+        self.generator = plan.strategy.create_generator()
+        self.start, self.until = start, until
+        self.schema = schema
+        self.held: pa.Table | None = None
+        self.seq = 0
+
+    def feed(
+        self, rows: pa.Table | None, *, last: bool
+    ) -> tuple[pa.Table | None, pa.RecordBatch | None]:
+        """``(rows with channel_watermark, emissions)`` of what can be driven now
+        (``rows``: more records of the channel, in arrival order; ``last``: the end)."""
+        from floodmark.watermarks import drive
+
+        if rows is None:
+            rows = self.schema.empty_table()
+        if self.held is not None:
+            rows = pa.concat_tables([self.held, rows])
+            self.held = None
+        if rows.num_rows == 0:
+            if not last:
+                return None, None
+        elif not last:
+            arrivals = rows.column(_ARR)
+            cut = pc.index(arrivals, arrivals[-1]).as_py()  # the last arrival's first row
+            self.held, rows = rows.slice(cut), rows.slice(0, cut)
+            if rows.num_rows == 0:
+                return None, None
+        if last or self.held is None:
+            until = self.until
+        else:  # the grid stops before the bucket of the next chunk's first arrival
+            next_arrival = self.held.column(_ARR)[0].as_py()
+            until = (-((-next_arrival) // self.interval) - 1) * self.interval
+        until = max(until, self.start)
+        marker = rows.column(_MARK) if self.strategy.kind == "punctuated" else None
+        res = drive(
+            self.strategy,
+            rows.column(_TS),
+            rows.column(_ARR),
+            emit_interval=self.interval,
+            start=self.start,
+            until=until,
+            marker=marker,
+            generator=self.generator,
+        )
+        self.start = until + self.interval
+        em = res.emissions
+        seq = pa.array(np.arange(self.seq, self.seq + em.num_rows, dtype=np.int64))
+        self.seq += em.num_rows
+        return rows.append_column("channel_watermark", res.record_watermark), pa.record_batch(
+            [seq, *em.columns], names=["seq", *em.schema.names]
+        )
+
+
+def channel_runner(
+    plan: WatermarkPlan,
+    channels: pa.Array,
+    start: int,
+    until: int,
+    names: Sequence[str],
+    keep_records: bool,
+) -> Any:
+    """The function each partition of the per-channel pass runs (channels contiguous,
+    each in arrival order): every channel's stream (and its records with their channel
+    watermark), packed."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        feeder: ChannelFeeder | None = None
+        current, index, count = None, 0, 0
+
+        def emit(rows: pa.Table | None, em: pa.RecordBatch | None) -> Iterator[pa.RecordBatch]:
+            nonlocal count
+            if em is not None and em.num_rows:
+                count += em.num_rows
+                channel = pa.array(np.full(em.num_rows, index, np.int64))
+                yield from pack("emissions", em.add_column(0, "channel", channel))
+            if keep_records and rows is not None and rows.num_rows:
+                for batch in rows.drop_columns([_CH, _ARR, _TS, _MARK]).to_batches():
+                    yield from pack("records", batch)
+
+        for raw in batches:
+            table = pa.Table.from_batches([raw.rename_columns(names)])
+            values = table.column(_CH).combine_chunks()
+            for lo, hi in runs(values):
+                value = values[lo].as_py()
+                if feeder is not None and value != current:
+                    yield from emit(*feeder.feed(None, last=True))
+                    feeder = None
+                if feeder is None:
+                    current = value
+                    index = pc.index_in(pa.array([value], channels.type), value_set=channels)[0]
+                    index = index.as_py()
+                    feeder = ChannelFeeder(plan, start, until, table.schema)
+                yield from emit(*feeder.feed(table.slice(lo, hi - lo), last=False))
+        if feeder is not None:
+            yield from emit(*feeder.feed(None, last=True))
+        yield from pack("stats", pa.RecordBatch.from_pylist([{"emissions": count}]))
+
+    return run
+
+
+def summary(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
+    """One row per channel: ``channel``, first and last arrival, records, event-time
+    range (a small job over the input)."""
+    from pyspark.sql import functions as F
+
+    arrival, ts = plan.arrival.ticks(), plan.event_time.ticks()
+    return (
+        df.where(valid_rows(plan))
+        .groupBy(F.col(quote(plan.channel)).alias("channel"))
+        .agg(
+            F.min(arrival).alias("first"),
+            F.max(arrival).alias("last"),
+            F.count(F.lit(1)).alias("rows"),
+            F.min(ts).alias("low"),
+            F.max(ts).alias("high"),
+        )
+        .toArrow()
+    )
+
+
+def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -> Timeline:
+    """Stages 1-2 for a generator that emits on records (see the module docstring);
+    with ``records``, the timeline keeps the records with their channel watermark."""
+    from pyspark.sql import functions as F
+
+    from floodmark.spark.timeline import Run, new_run, timeline_of
+    from floodmark.spark.windows.keyed import default_partitions
+
+    table = summary(df, plan)
+    channels, _ = channel_index(table.column("channel"))
+    run: Run = new_run(1)
+    if table.num_rows == 0:
+        return timeline_of(plan, run, 0, channels, None)
+    start, until = pc.min(table.column("first")).as_py(), pc.max(table.column("last")).as_py()
+    interval = plan.interval
+    run.first, run.last = -((-start) // interval), -((-until) // interval)
+    run.rows = int(pc.sum(table.column("rows")).as_py())
+    run.low, run.high = pc.min(table.column("low")).as_py(), pc.max(table.column("high")).as_py()
+    marker = plan.marker.ticks() if plan.marker is not None else F.lit(None).cast("bigint")
+    kept = [F.col(quote(c)) for c in df.columns] if records else []
+    sent = df.where(valid_rows(plan)).select(
+        F.col(quote(plan.channel)).alias(_CH),
+        plan.arrival.ticks().alias(_ARR),
+        plan.event_time.ticks().alias(_TS),
+        marker.alias(_MARK),
+        *kept,
+    )
+    ordered = sent.repartition(default_partitions(df.sparkSession), _CH).sortWithinPartitions(
+        _CH, _ARR, _TS
+    )
+    names = ordered.columns
+    runner = channel_runner(plan, channels, start, until, names, records)
+    positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    out = positional.mapInArrow(runner, packed_schema()).persist()
+    counted = sum(
+        b.column("emissions")[0].as_py()
+        for _, b in unpack_local(out.where(only("stats")).toArrow())
+    )
+    if counted <= MAX_DRIVER_EMISSIONS:  # few: the valve on the driver
+        parts = [b for _, b in unpack_local(out.where(only("emissions")).toArrow())]
+        streams = pa.Table.from_batches(parts, schema=EMISSIONS_SCHEMA)
+        order = [("time", "ascending"), ("channel", "ascending"), ("seq", "ascending")]
+        builder = TimelineBuilder.for_emissions(len(channels), keep_emissions=True)
+        builder.push_emissions(streams.sort_by(order).drop_columns(["seq"]))
+        builder.finish()
+        run.timelines[0].append(builder.take_timeline())
+        run.emissions[0].append(builder.take_emissions())
+    else:  # many: the valve in one task, over the streams sorted by time
+        run.timelines[0].append(merge_on_executors(out, channels))
+    tl = timeline_of(plan, run, 0, channels, None)
+    tl.record_driven = True
+    if records:
+        tl.records = unpacked(out, "records", records_schema(df))
+    tl.cached.append(out)
+    return tl
+
+
+def merge_on_executors(out: DataFrame, channels: pa.Array) -> pa.RecordBatch:
+    """The valve over many channel streams, in one Spark task: the timeline."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType(
+        [
+            StructField("channel", LongType()),
+            StructField("seq", LongType()),
+            StructField("time", LongType()),
+            StructField("kind", StringType()),
+            StructField("watermark", LongType()),
+        ]
+    )
+    n = len(channels)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        builder = TimelineBuilder.for_emissions(n)
+        for b in batches:
+            builder.push_emissions(b.drop_columns(["seq"]))
+            part = builder.take_timeline()
+            if part.num_rows:
+                yield from pack("timeline", part)
+        builder.finish()
+        yield from pack("timeline", builder.take_timeline())
+
+    streams = unpacked(out, "emissions", schema)
+    merged = (
+        streams.coalesce(1)
+        .sortWithinPartitions("time", "channel", "seq")
+        .mapInArrow(task, packed_schema())
+        .toArrow()
+    )
+    parts = [b for kind, b in unpack_local(merged) if kind == "timeline"]
+    return pa.concat_batches(parts)
+
+
+def records_schema(df: DataFrame) -> Any:
+    """``df``'s schema plus ``channel_watermark`` (ticks)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    return StructType([*df.schema.fields, StructField("channel_watermark", LongType())])
+
+
+def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) -> DataFrame:
+    """``records`` plus ``__fm_pc_wm``: the combined watermark in force at each
+    record's arrival (the last timeline change strictly before it), read on the
+    executors from the timeline (at most :data:`MAX_SHIPPED_TIMELINE` rows)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    times = timeline.table.column("time").to_numpy(zero_copy_only=False)
+    wms = timeline.table.column("watermark").to_numpy(zero_copy_only=False)
+    if len(times) > MAX_SHIPPED_TIMELINE:
+        raise InvalidInputError(
+            f"the combined watermark of this generator changed {len(times):,} times, more "
+            f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
+            "executors; a periodic strategy changes it at most once per emission interval"
+        )
+    with_arrival = records.select("*", arrival.alias(_ARR))
+    names = with_arrival.columns
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            arr = b.column(len(names) - 1).to_numpy(zero_copy_only=False)
+            at = np.searchsorted(times, arr, side="left") - 1
+            found = np.where(at >= 0, wms[np.maximum(at, 0)] if len(wms) else I64_MIN, I64_MIN)
+            yield b.append_column("__fm_pc_wm", pa.array(found.astype(np.int64)))
+
+    positional = with_arrival.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    schema = StructType(
+        [
+            *[
+                StructField(f"__fm_c{i}", f.dataType)
+                for i, f in enumerate(with_arrival.schema.fields)
+            ],
+            StructField("__fm_pc_wm", LongType()),
+        ]
+    )
+    looked = positional.mapInArrow(read, schema)
+    return looked.toDF(*names, "__fm_pc_wm").drop(_ARR)
+
+
+__all__ = [
+    "MAX_DRIVER_EMISSIONS",
+    "MAX_SHIPPED_TIMELINE",
+    "in_force_by_arrival",
+    "per_channel_timeline",
+]

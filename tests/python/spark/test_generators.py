@@ -1,0 +1,168 @@
+"""Every generator on Spark: punctuated generators and user Python generators run per
+channel on the executors and equal the engine in one process (``floodmark.replay``),
+row for row, with several channels and idleness on; fed in small Arrow batches (the
+per-channel driver continues across chunks) and with the valve in one Spark task."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from floodmark import EventTimeSessionWindows, TumblingEventTimeWindows, WatermarkStrategy
+from floodmark.datagen import StreamSpec, generate
+from floodmark.replay import replay
+from floodmark.spark import assign_watermarks, per_channel, watermark_timeline, window_aggregate
+
+SPEC = StreamSpec(
+    rows=4_000,
+    partitions=4,
+    keys=20,
+    duration_ms=90_000,
+    disorder_ms=1_500,
+    lag_ms=6_000,
+    quiet_from_ms=30_000,
+    quiet_for_ms=20_000,
+    very_late_fraction=0.01,
+    very_late_ms=15_000,
+    timestamp_granularity_ms=10,
+)
+
+
+class Bounded:
+    """A user generator: bounded out-of-orderness (500 ms), written as Flink's
+    ``WatermarkGenerator`` in Python."""
+
+    def __init__(self) -> None:
+        self.high = -(2**63) + 501
+
+    def on_event(self, timestamp: int, output: Any) -> None:
+        self.high = max(self.high, timestamp)
+
+    def on_periodic_emit(self, output: Any) -> None:
+        output.emit_watermark(self.high - 501)
+
+
+def make_bounded() -> Bounded:
+    return Bounded()
+
+
+STRATEGIES = {
+    "punctuated+idle": WatermarkStrategy.for_punctuated("marker").with_idleness(
+        timedelta(seconds=2)
+    ),
+    "python+idle": WatermarkStrategy.for_generator(make_bounded).with_idleness(
+        timedelta(seconds=3)
+    ),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def by_value() -> None:
+    """The user generator's module is not importable on the executors: pickle it by
+    value (as a generator defined in a notebook is)."""
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    t = generate(SPEC)
+    ev = t["event_time"].to_numpy()
+    rng = np.random.default_rng(5)
+    marks = rng.random(t.num_rows) < 0.1  # one record in ten carries a watermark
+    marker = pa.array(np.where(marks, ev - 700, 0), mask=~marks)
+    return t.append_column("marker", marker)
+
+
+@pytest.fixture(params=["driver", "small-batches-one-task"])
+def layout(request: pytest.FixtureRequest, spark: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param != "driver":
+        monkeypatch.setattr(per_channel, "MAX_DRIVER_EMISSIONS", 10)
+        key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+        before = spark.conf.get(key)
+        spark.conf.set(key, "37")
+        request.addfinalizer(lambda: spark.conf.set(key, before))
+    return str(request.param)
+
+
+def engine(table: pa.Table, strategy: WatermarkStrategy, **kwargs: Any) -> Any:
+    return replay(
+        table, strategy, event_time="event_time", channel="partition", arrival="arrival", **kwargs
+    )
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_assign_and_timeline_equal_the_engine(
+    spark: Any, table: pa.Table, name: str, layout: str
+) -> None:
+    strategy = STRATEGIES[name]
+    frame = spark.createDataFrame(table)
+    args = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    got = assign_watermarks(frame, strategy, **args).toArrow().sort_by("id")
+    want = engine(table, strategy)
+    records = want.records.sort_by("id")
+    minimum = -(2**63)
+    for column in ("channel_watermark", "watermark"):
+        values = [minimum if v is None else v for v in got[column].to_pylist()]
+        assert values == records[column].to_pylist(), column
+    assert got["is_late"].to_pylist() == records["is_late"].to_pylist()
+    assert 0 < sum(records["is_late"].to_pylist()) < table.num_rows
+    timeline = watermark_timeline(frame, strategy, **args).toArrow()
+    cols = ["time", "watermark", "status", "min_channel"]
+    assert timeline.select(cols).to_pylist() == want.timeline.select(cols).to_pylist()
+    assert "idle" in timeline["status"].to_pylist()
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+@pytest.mark.parametrize(
+    "window",
+    [TumblingEventTimeWindows.of(timedelta(seconds=5)), EventTimeSessionWindows.with_gap(1500)],
+    ids=["tumbling", "session"],
+)
+def test_windows_equal_the_engine(
+    spark: Any, table: pa.Table, name: str, window: Any, layout: str
+) -> None:
+    strategy = STRATEGIES[name]
+    aggs = ["count", ("sum", "value")]
+    out = window_aggregate(
+        spark.createDataFrame(table),
+        strategy,
+        window,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        aggs=aggs,
+        allowed_lateness=timedelta(seconds=2),
+    )
+    want = engine(table, strategy, window=window, key="key", aggs=aggs, allowed_lateness=2000)
+
+    def rows(t: Any, cols: list[str]) -> Counter[tuple[Any, ...]]:
+        t = t if isinstance(t, pa.Table) else t.toArrow()
+        return Counter(zip(*[t[c].to_pylist() for c in cols], strict=True))
+
+    res = ["key", "window_start", "window_end", "count", "sum_value", "watermark", "timing"]
+    assert rows(out.results, [*res, "fired_at"]) == rows(want.results, [*res, "trigger_time"])
+    late = [*table.column_names, "watermark"]
+    assert rows(out.late, late) == rows(want.late, late)
+    assert want.late.num_rows > 0
+    out.unpersist()
+
+
+def test_a_punctuated_marker_of_another_type_is_refused(spark: Any, table: pa.Table) -> None:
+    frame = spark.createDataFrame(table.set_column(6, "marker", table["marker"].cast(pa.string())))
+    with pytest.raises(Exception, match="marker"):
+        assign_watermarks(
+            frame,
+            STRATEGIES["punctuated+idle"],
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+        )
