@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from streaming_helpers import write_files
 
@@ -157,6 +157,8 @@ def test_killed_at_random_times_and_restarted_gives_the_same(spark: Any, tmp_pat
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
     derandomize=True,
+    phases=[Phase.explicit, Phase.generate],  # each example is minutes: no shrinking
+    print_blob=True,
 )
 @given(
     seed=st.integers(0, 1000),
