@@ -4,7 +4,8 @@
 
 * replay: ``replay_stream`` over a generated Kafka-like table (int64 ms times), one
   micro-batch per clock step, run to the end with ``Trigger.AvailableNow`` into the
-  ``noop`` sink; the preparation (one sorted Parquet file per channel) timed apart.
+  ``noop`` sink, with one task per channel and with ``max_partitions=2``; the
+  preparation (one sorted Parquet file per channel) timed apart.
 * kafka: the same rows produced into ``MockKafka`` (JSON values, CreateTime = arrival),
   then read by ``kafka_stream`` (one batch: every partition to its latest offset) into
   ``noop``, and by ``kafka_read`` (``count()``).
@@ -51,14 +52,23 @@ def main() -> None:
     span = max(table["arrival"].to_pylist()) - min(table["arrival"].to_pylist())
     step = -(-span // args.batches)
     with tempfile.TemporaryDirectory() as tmp:
-        for round_ in (1, 2):  # the first pays the Python workers' start
+        # The first round pays the Python workers' start.
+        for round_, tasks in enumerate((None, None, 2, 2), 1):
             t0 = time.perf_counter()
-            df = replay_stream(spark, table, arrival="arrival", channel="partition", step=step)
+            df = replay_stream(
+                spark,
+                table,
+                arrival="arrival",
+                channel="partition",
+                step=step,
+                max_partitions=tasks,
+            )
             prep = time.perf_counter() - t0
             secs, batches = _drain(df, Path(tmp) / f"replay-{round_}")
             print(
-                f"replay  round {round_}: {args.rows:,} rows in {batches} batches: "
-                f"{secs:.1f} s, {args.rows / secs:,.0f} rows/s (+ {prep:.1f} s to prepare)"
+                f"replay round {round_} (max_partitions={tasks}): {args.rows:,} rows in "
+                f"{batches} batches: {secs:.1f} s, {args.rows / secs:,.0f} rows/s "
+                f"(+ {prep:.1f} s to prepare)"
             )
 
         with MockKafka() as kafka:

@@ -124,6 +124,7 @@ def replay_stream(
     first_batch_all_channels: bool = False,
     arrival_unit: str = "ms",
     workdir: str | os.PathLike[str] | None = None,
+    max_partitions: int | None = None,
 ) -> DataFrame:
     """Replay a table as a streaming DataFrame, one micro-batch per clock ``step``.
 
@@ -162,12 +163,20 @@ def replay_stream(
             folder removed when Python exits). Executors read them: on a cluster give a
             path every executor sees. The files are written the same way for the same
             input, so a restarted query may use a new workdir.
+        max_partitions: group the channels with rows in a batch into at most this many
+            input partitions (consecutive channels, each read in arrival order):
+            every input partition is a Spark task with a Python worker's overhead,
+            which dominates small batches over many channels. Default: one per channel.
 
     Returns:
         A streaming DataFrame with the input's schema.
     """
     manifest = _prepare_replay(data, arrival=arrival, channel=channel, workdir=workdir)
     options = _replay_options(manifest, step, start, until, first_batch_all_channels, arrival_unit)
+    if max_partitions is not None:
+        if max_partitions < 1:
+            raise InvalidParameterError("invalid parameter `max_partitions`: at least 1")
+        options["max_partitions"] = str(max_partitions)
     register_sources(spark)
     return spark.readStream.format(REPLAY_FORMAT).options(**options).load()
 
@@ -327,11 +336,11 @@ def _schema_error(name: str, message: str) -> SchemaError:
 
 
 class ReplayPartition(InputPartition):
-    """Rows ``[lo, hi)`` of one channel's file."""
+    """Rows ``[lo, hi)`` of one or more channels' files ``(path, lo, hi)``, in order."""
 
-    def __init__(self, path: str, lo: int, hi: int) -> None:
-        super().__init__((path, lo, hi))
-        self.path, self.lo, self.hi = path, lo, hi
+    def __init__(self, slices: Sequence[tuple[str, int, int]]) -> None:
+        super().__init__(tuple(slices))
+        self.slices = tuple(slices)
 
 
 class ReplayDataSource(DataSource):
@@ -363,6 +372,9 @@ class ReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.start = int(options["start"])
         self.until = int(options["until"]) if options.get("until") else None
         self.first_all = options.get("first_batch_all_channels", "false") == "true"
+        self.max_partitions = (
+            int(options["max_partitions"]) if options.get("max_partitions") else None
+        )
         self.schema = schema
         self._arrivals: list[np.ndarray[Any, Any]] | None = None
         self._manifest: dict[str, Any] | None = None
@@ -429,32 +441,34 @@ class ReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         manifest, arrivals = self._load()
         folder = Path(manifest["workdir"])
-        parts: list[InputPartition] = []
+        slices = []
         for c, arr in zip(manifest["channels"], arrivals, strict=True):
             lo = int(np.searchsorted(arr, lo_clock, side="right"))
             hi = int(np.searchsorted(arr, hi_clock, side="right"))
             if hi > lo:
-                parts.append(ReplayPartition(str(folder / c["file"]), lo, hi))
-        return parts
+                slices.append((str(folder / c["file"]), lo, hi))
+        # One partition per channel, or (max_partitions) consecutive channels grouped.
+        per = 1 if self.max_partitions is None else -(-len(slices) // self.max_partitions)
+        return [ReplayPartition(slices[i : i + per]) for i in range(0, len(slices), per)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReplayPartition)
         from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(self.schema, timezone="UTC")
-        f = pq.ParquetFile(partition.path)
-        groups: list[int] = []
-        first_row = row = 0
-        for g in range(f.metadata.num_row_groups):
-            n = f.metadata.row_group(g).num_rows
-            if row + n > partition.lo and row < partition.hi:
-                if not groups:
-                    first_row = row
-                groups.append(g)
-            row += n
-        table = f.read_row_groups(groups)
-        table = table.slice(partition.lo - first_row, partition.hi - partition.lo)
-        yield from table.cast(target).to_batches(max_chunksize=_ROWS_PER_GROUP)
+        for path, lo, hi in partition.slices:
+            f = pq.ParquetFile(path)
+            groups: list[int] = []
+            first_row = row = 0
+            for g in range(f.metadata.num_row_groups):
+                n = f.metadata.row_group(g).num_rows
+                if row + n > lo and row < hi:
+                    if not groups:
+                        first_row = row
+                    groups.append(g)
+                row += n
+            table = f.read_row_groups(groups).slice(lo - first_row, hi - lo)
+            yield from table.cast(target).to_batches(max_chunksize=_ROWS_PER_GROUP)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing to release: the files stay until the workdir is removed."""

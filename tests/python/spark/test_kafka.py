@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -204,6 +206,25 @@ def test_mock_kafka_refuses_what_it_cannot_do(kafka: MockKafka) -> None:
         kafka.produce("t", os.urandom(1_000), partition=0, timestamp=T + i)
     with pytest.raises(RuntimeError, match="dropped the oldest records"):
         kafka.flush()
+
+
+def test_without_the_wheel_the_module_imports_and_says_what_to_install() -> None:
+    """In a fresh interpreter where ``confluent_kafka`` cannot be imported."""
+    code = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "from floodmark.spark import sources\n"
+        "for call in (lambda: sources.kafka_stream(None, 'h:1', 't'),\n"
+        "             lambda: sources.MockKafka().start()):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as err:\n"
+        "        print(err)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(out) == 2
+    assert all("pip install 'floodmark[kafka]'" in line for line in out), out
 
 
 def _doc_code() -> str:

@@ -74,11 +74,14 @@ def _reader(
     start: int | None = None,
     until: int | None = None,
     first_batch_all_channels: bool = False,
+    max_partitions: int | None = None,
 ) -> Any:
     """The planner's side of the source, without a query: the options replay_stream
     gives the data source."""
     manifest = _prepare_replay(table, arrival="arrival", channel="partition", workdir=None)
     options = _replay_options(manifest, step, start, until, first_batch_all_channels, "ms")
+    if max_partitions is not None:
+        options["max_partitions"] = str(max_partitions)
     source = ReplayDataSource(options)
     return source.streamReader(source.schema())
 
@@ -100,13 +103,22 @@ def test_the_clock_steps_releases_and_stops() -> None:
     assert _clocks(reader) == [T0 + 100 * (b + 1) for b in range(10)]  # last arrival T0+1000
     # One input partition per channel with rows in the batch; read() gives its rows.
     parts = reader.partitions({"clock": T0}, {"clock": T0 + 100})
-    assert [(Path(p.path).name, p.lo, p.hi) for p in parts] == [
-        ("channel-00000.parquet", 0, 2),  # partition 0: arrivals 5, 100
-        ("channel-00001.parquet", 0, 2),  # partition 1: arrivals 3, 100
+    assert [[(Path(f).name, lo, hi) for f, lo, hi in p.slices] for p in parts] == [
+        [("channel-00000.parquet", 0, 2)],  # partition 0: arrivals 5, 100
+        [("channel-00001.parquet", 0, 2)],  # partition 1: arrivals 3, 100
     ]
     rows = [pa.Table.from_batches(list(reader.read(p))) for p in parts]
     assert [t.column("row").to_pylist() for t in rows] == [[0, 3], [1, 4]]
     assert reader.partitions({"clock": T0 + 300}, {"clock": T0 + 600}) == []  # a gap
+    # max_partitions groups consecutive channels (here all three into two tasks).
+    grouped = _reader(table, step=100, max_partitions=2)
+    parts = grouped.partitions({"clock": T0}, {"clock": T0 + 1000})
+    assert [[Path(f).name[8:13] for f, _, _ in p.slices] for p in parts] == [
+        ["00000", "00001"],
+        ["00002"],
+    ]
+    rows = [pa.Table.from_batches(list(grouped.read(p))) for p in parts]
+    assert [t.column("row").to_pylist() for t in rows] == [[0, 3, 5, 9, 10, 1, 4, 8, 11], [2, 6, 7]]
     # until: the clock stops at the last step at or before it.
     assert _clocks(_reader(table, step=100, until=T0 + 450))[-1] == T0 + 400
     # An explicit start; the first batch holding every channel (partition 2 starts at 150).
