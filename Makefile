@@ -15,7 +15,7 @@ help:  ## list the targets
 $(VENV)/.installed: pyproject.toml Cargo.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,spark,report]"
+	$(PY) -m pip install --quiet -e ".[dev,spark,report,kafka]"
 	touch $@
 
 setup: $(VENV)/.installed  ## create .venv and install floodmark (built from source) with all extras

@@ -62,7 +62,7 @@ class PipelineSpec:
     idle: timedelta | None = None
     emit_interval: timedelta = timedelta(milliseconds=200)
     allowed_lateness: timedelta = timedelta(0)
-    event_time_unit: str = "ms"
+    event_time_unit: str | None = None
     arrival_unit: str | None = None
 
     @classmethod
@@ -355,12 +355,11 @@ def counted(parts: pa.Table, firings: pa.Table) -> str:
 
 
 def _ticks(column: Any, name: str) -> Any:
-    """Output column ``name`` (in the input's time type) back as int64 ticks."""
-    from pyspark.sql import functions as F
+    """Output column ``name`` (in the input's time type) back as int64 ticks of
+    ``column``'s unit, by the conversion the pipeline read its input with."""
+    import dataclasses
 
-    if column.kind == "integer":
-        return F.col(name).cast("bigint").alias(name)
-    return F.unix_micros(F.col(name).cast("timestamp")).alias(name)
+    return dataclasses.replace(column, name=name).ticks().alias(name)
 
 
 def write_report(folder: Path, inputs: ReportInputs, max_late: float | None = None) -> Path:

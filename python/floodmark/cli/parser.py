@@ -84,8 +84,9 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     g.add_argument(
         "--event-time-unit",
         choices=("s", "ms", "us", "ns"),
-        default="ms",
-        help="unit of an integer event-time column (default: ms)",
+        help="unit of an integer event-time column (default: ms); on a timestamp column, "
+        "ms or s computes in those ticks (watermarks on a millisecond, as Flink shows "
+        "them; default: us)",
     )
     g.add_argument(
         "--arrival-unit",

@@ -2,7 +2,10 @@
 
 Event time and arrival may each be ``TimestampType`` (ticks are microseconds since the
 epoch), ``TimestampNTZType`` (the wall time read as UTC, microseconds) or an integer
-column of epoch values in a declared unit (``s``, ``ms``, ``us``, ``ns``). Outputs go
+column of epoch values in a declared unit (``s``, ``ms``, ``us``, ``ns``). A timestamp
+column given a unit coarser than microseconds (``ms``, ``s``) is read in ticks of that
+unit, sub-unit digits truncated toward negative infinity (as Flink's
+``Instant.toEpochMilli()``), and written back on a boundary of that unit. Outputs go
 back to the input's type. All checks run on the schema, before any job starts.
 """
 
@@ -36,16 +39,26 @@ class TimeColumn:
     kind: Kind
     unit: str
 
+    @property
+    def _micros_per_tick(self) -> int:
+        """For timestamp kinds: microseconds per tick (1 unless a coarser unit)."""
+        return _MICROS_PER_TICK[self.unit]
+
     def ticks(self) -> Column:
         """The column as ``bigint`` ticks of :attr:`unit`."""
         from pyspark.sql import functions as F
 
-        col = F.col(quote(self.name))
+        if self.kind == "integer":
+            return F.col(quote(self.name)).cast("bigint")
         if self.kind == "timestamp":
-            return F.unix_micros(col)
-        if self.kind == "timestamp_ntz":
-            return F.expr(_NTZ_TO_MICROS.format(c=quote(self.name)))
-        return col.cast("bigint")
+            micros = f"unix_micros({quote(self.name)})"
+        else:
+            micros = _NTZ_TO_MICROS.format(c=quote(self.name))
+        per = self._micros_per_tick
+        if per == 1:
+            return F.expr(micros)
+        # exact integer floor division: sub-unit digits truncated toward negative infinity
+        return F.expr(f"(({micros}) - pmod(({micros}), {per})) div {per}")
 
     def from_ticks(self, ticks: Column) -> Column:
         """Ticks back to this column's type; the ``i64`` extremes (no watermark yet,
@@ -54,12 +67,17 @@ class TimeColumn:
 
         if self.kind == "integer":
             return ticks
-        bounded = F.when((ticks > F.lit(-(2**62))) & (ticks < F.lit(2**62)), ticks)
+        per = self._micros_per_tick
+        bounded = F.when((ticks > F.lit(-(2**62) // per)) & (ticks < F.lit(2**62 // per)), ticks)
         if self.kind == "timestamp":
-            return F.timestamp_micros(bounded)
+            return F.timestamp_micros(bounded if per == 1 else bounded * F.lit(per))
         return F.expr("make_timestamp_ntz(1970, 1, 1, 0, 0, 0)") + F.make_dt_interval(
-            secs=bounded.cast("decimal(30,0)") / F.lit(1_000_000)
+            secs=bounded.cast("decimal(30,0)") / F.lit(1_000_000 // per)
         )
+
+
+#: The tick units a timestamp column can be read in, as microseconds per tick.
+_MICROS_PER_TICK = {"us": 1, "ms": 1_000, "s": 1_000_000}
 
 
 def schema_error(name: str, message: str) -> SchemaError:
@@ -126,8 +144,11 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
     Args:
         df: the input DataFrame.
         name: the column's name.
-        unit: the unit of an integer column (``s``, ``ms``, ``us``, ``ns``); ignored for
-            timestamp columns (always microseconds).
+        unit: the unit of an integer column (``s``, ``ms``, ``us``, ``ns``; default
+            ``ms``). For a timestamp column the tick unit (default ``us``, the column's
+            precision): ``ms`` or ``s`` read it in those ticks (truncated toward negative
+            infinity) and write watermarks back on that unit's boundaries; ``ns`` is
+            refused (finer than the column).
         parameter: the API parameter that named the column, for error messages.
     """
     from pyspark.sql.types import (
@@ -140,10 +161,16 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
     )
 
     dtype = field_type(df, name, parameter)
-    if isinstance(dtype, TimestampType):
-        return TimeColumn(name, "timestamp", "us")
-    if isinstance(dtype, TimestampNTZType):
-        return TimeColumn(name, "timestamp_ntz", "us")
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        kind: Kind = "timestamp" if isinstance(dtype, TimestampType) else "timestamp_ntz"
+        tick = check_unit(unit or "us", f"{parameter}_unit")
+        if tick not in _MICROS_PER_TICK:
+            raise InvalidParameterError(
+                f"invalid parameter `{parameter}_unit`: {tick!r} is finer than the "
+                f"{dtype.simpleString()} column {name!r} (microseconds); use 'us' (the "
+                "default), 'ms' or 's'"
+            )
+        return TimeColumn(name, kind, tick)
     if isinstance(dtype, (LongType, IntegerType, ShortType, ByteType)):
         return TimeColumn(name, "integer", check_unit(unit or "ms", f"{parameter}_unit"))
     raise schema_error(

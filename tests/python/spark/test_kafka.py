@@ -1,0 +1,374 @@
+"""Kafka without a broker: librdkafka's mock cluster (MockKafka), the floodmark_kafka
+source (Spark's Kafka schema, offsets, restart, several topics, new topics), the
+docs/kafka.md example run as written, and millisecond watermarks for timestamp input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+from stream_helpers import Batches, run_available_now, uncommit
+
+from floodmark import (
+    EventTimeSessionWindows,
+    TumblingEventTimeWindows,
+    WatermarkStrategy,
+)
+from floodmark.datagen import StreamSpec, generate
+from floodmark.exceptions import InvalidParameterError
+from floodmark.spark import assign_watermarks, window_aggregate
+from floodmark.spark.columns import time_column
+from floodmark.spark.sources import MockKafka, kafka_read, kafka_stream
+
+DOC = Path(__file__).parents[3] / "docs" / "kafka.md"
+T = 1_700_000_000_000  # ms: 2023-11-14 22:13:20 UTC
+
+# Spark's own Kafka source schema, as KafkaRecordToRowConverter declares it (every field
+# nullable), and with includeHeaders.
+SPARK_KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+)
+SPARK_KAFKA_SCHEMA_WITH_HEADERS = StructType(
+    [
+        *SPARK_KAFKA_SCHEMA.fields,
+        StructField(
+            "headers",
+            ArrayType(
+                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+            ),
+        ),
+    ]
+)
+
+
+@pytest.fixture
+def kafka() -> Iterator[MockKafka]:
+    pytest.importorskip("confluent_kafka")
+    with MockKafka() as k:
+        yield k
+
+
+def _kafka_rows(df: Any) -> Any:
+    return df.select(
+        "topic",
+        "partition",
+        "offset",
+        F.unix_millis("timestamp"),
+        "timestampType",
+        F.col("key").cast("string"),
+        F.col("value").cast("string"),
+    )
+
+
+def _run(df: Any, checkpoint: Path) -> tuple[Batches, Any]:
+    return run_available_now(df, checkpoint, _kafka_rows)
+
+
+def _produce(kafka: MockKafka, topic: str, partition: int, first: int, n: int) -> list[tuple]:
+    """``n`` records with known keys, values and CreateTime timestamps; the rows the
+    source must give for them (offsets ``first..first+n-1``)."""
+    rows = []
+    for i in range(n):
+        off = first + i
+        ts = T + 1000 * partition + 10 * off
+        value = {"topic": topic, "p": partition, "n": off}
+        kafka.produce(topic, value, key=f"k{off}", partition=partition, timestamp=ts)
+        rows.append(
+            (topic, partition, off, ts, 0, f"k{off}", json.dumps(value, separators=(",", ":")))
+        )
+    return rows
+
+
+def test_schema_is_sparks_kafka_source_schema(spark: Any, kafka: MockKafka) -> None:
+    kafka.create_topic("t", 1)
+    stream = kafka_stream(spark, kafka.bootstrap_servers, "t")
+    assert stream.isStreaming
+    assert stream.schema == SPARK_KAFKA_SCHEMA
+    assert [(f.name, f.dataType, f.nullable) for f in stream.schema.fields] == [
+        (f.name, f.dataType, True) for f in SPARK_KAFKA_SCHEMA.fields
+    ]
+    headers = kafka_stream(spark, kafka.bootstrap_servers, "t", include_headers=True)
+    assert headers.schema == SPARK_KAFKA_SCHEMA_WITH_HEADERS
+    assert kafka_read(spark, kafka.bootstrap_servers, "t").schema == SPARK_KAFKA_SCHEMA
+
+
+def test_stream_offsets_timestamps_restart_and_new_topics(
+    spark: Any, kafka: MockKafka, tmp_path: Path
+) -> None:
+    """Several topics by pattern; every partition read to its latest offset; offsets in
+    Spark's JSON; a restart continues exactly; a topic created later (the mock cannot add
+    partitions to a topic) shows up in the next batch from offset 0; a batch Spark
+    re-runs reads the same records."""
+    checkpoint = tmp_path / "checkpoint"
+    kafka.create_topic("events.clicks", 3)
+    kafka.create_topic("events.views", 1)
+    kafka.create_topic("other", 1)  # does not match the pattern
+    first = []
+    for p, n in ((0, 4), (1, 2), (2, 3)):
+        first += _produce(kafka, "events.clicks", p, 0, n)
+    first += _produce(kafka, "events.views", 0, 0, 5)
+    _produce(kafka, "other", 0, 0, 2)
+    kafka.flush()
+
+    def stream() -> Any:
+        return kafka_stream(spark, kafka.bootstrap_servers, pattern=r"events\..*")
+
+    got, progress = _run(stream(), checkpoint)
+    assert got.batches == {0: sorted(first)}
+    end = json.loads(progress["sources"][0]["endOffset"])
+    assert end == {"events.clicks": {"0": 4, "1": 2, "2": 3}, "events.views": {"0": 5}}
+
+    # More records, and a new topic with two partitions; then restart.
+    second = _produce(kafka, "events.clicks", 1, 2, 3) + _produce(kafka, "events.views", 0, 5, 1)
+    kafka.create_topic("events.orders", 2)
+    second += _produce(kafka, "events.orders", 1, 0, 2)
+    kafka.flush()
+    again, progress = _run(stream(), checkpoint)
+    assert again.batches == {1: sorted(second)}
+    assert json.loads(progress["sources"][0]["startOffset"]) == end
+    assert json.loads(progress["sources"][0]["endOffset"]) == {
+        "events.clicks": {"0": 4, "1": 5, "2": 3},
+        "events.orders": {"0": 0, "1": 2},
+        "events.views": {"0": 6},
+    }
+
+    # Spark re-runs batch 1 when its commit is missing: the same records.
+    uncommit(checkpoint, 1)
+    rerun, _ = _run(stream(), checkpoint)
+    assert rerun.calls == [1]
+    assert rerun.batches[1] == again.batches[1]
+
+
+def test_batch_read_headers_and_starting_offsets(spark: Any, kafka: MockKafka) -> None:
+    kafka.create_topic("a", 2)
+    kafka.produce("a", b"raw", partition=0, timestamp=T, headers=[("h", b"v"), ("g", "w")])
+    kafka.produce("a", None, key="only-key", partition=0, timestamp=datetime(2024, 1, 1))
+    _produce(kafka, "a", 1, 0, 3)
+    kafka.flush()
+    df = kafka_read(
+        spark,
+        kafka.bootstrap_servers,
+        ["a"],
+        starting_offsets={"a": {"0": -2, "1": 1}},
+        include_headers=True,
+    )
+    rows = df.orderBy("partition", "offset").collect()
+    assert [(r.partition, r.offset) for r in rows] == [(0, 0), (0, 1), (1, 1), (1, 2)]
+    assert rows[0].value == b"raw" and rows[0].key is None
+    assert [(h.key, h.value) for h in rows[0].headers] == [("h", b"v"), ("g", b"w")]
+    assert rows[1].value is None and rows[1].key == b"only-key" and rows[1].headers is None
+    ms = df.orderBy("partition", "offset").select(F.unix_millis("timestamp")).collect()
+    assert [r[0] for r in ms] == [T, 1_704_067_200_000, T + 1010, T + 1020]
+    assert {r.timestampType for r in rows} == {0}  # CreateTime: all the mock gives
+    # The offsets were resolved when the DataFrame was made: later records are not read.
+    _produce(kafka, "a", 1, 3, 1)
+    kafka.flush()
+    assert df.count() == 4
+
+
+def test_mock_kafka_refuses_what_it_cannot_do(kafka: MockKafka) -> None:
+    kafka.create_topic("t", 1)
+    with pytest.raises(InvalidParameterError, match="cannot add partitions"):
+        kafka.create_topic("t", 2)
+    with pytest.raises(InvalidParameterError, match="was not created"):
+        kafka.produce("nope", {"x": 1})
+    with pytest.raises(InvalidParameterError, match=r"not in 0\.\.0"):
+        kafka.produce("t", {"x": 1}, partition=1)
+    # The mock keeps the last 5 MB of record batches per partition: flush says so.
+    for i in range(6_000):
+        kafka.produce("t", os.urandom(1_000), partition=0, timestamp=T + i)
+    with pytest.raises(RuntimeError, match="dropped the oldest records"):
+        kafka.flush()
+
+
+def test_without_the_wheel_the_module_imports_and_says_what_to_install() -> None:
+    """In a fresh interpreter where ``confluent_kafka`` cannot be imported."""
+    code = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "from floodmark.spark import sources\n"
+        "for call in (lambda: sources.kafka_stream(None, 'h:1', 't'),\n"
+        "             lambda: sources.MockKafka().start()):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ImportError as err:\n"
+        "        print(err)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(out) == 2
+    assert all("pip install 'floodmark[kafka]'" in line for line in out), out
+
+
+def _doc_code() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+    assert blocks, "docs/kafka.md has no python block"
+    return "\n".join(blocks)
+
+
+def test_the_kafka_schema_example_in_the_docs_runs(spark: Any) -> None:
+    """Issue 22: the Kafka-schema example (docs/kafka.md) runs as a test, as written."""
+    pytest.importorskip("confluent_kafka")
+    namespace: dict[str, Any] = {}
+    exec(compile(_doc_code(), str(DOC), "exec"), namespace)
+    events, out, marked = namespace["events"], namespace["out"], namespace["marked"]
+    assert events.count() == 3 * 60 + 1
+    assert sorted(r.channel for r in events.select("channel").distinct().collect()) == [
+        "clicks:0",
+        "clicks:1",
+        "views:0",
+    ]
+    late = out.late.collect()
+    assert [(r.channel, r.amount) for r in late] == [("views:0", 100)]
+    assert out.dropped.count() == 0
+    assert out.results.agg(F.sum("count")).first()[0] == 3 * 60
+    # Millisecond watermarks, as Flink shows them.
+    micros = marked.where("watermark is not null").select(F.unix_micros("watermark") % 1000)
+    assert {r[0] for r in micros.collect()} == {0}
+
+
+# --------------------------------------------------------------------------------------
+# event_time_unit="ms" for timestamp columns: same decisions, watermarks on ms.
+# --------------------------------------------------------------------------------------
+
+STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(
+    timedelta(milliseconds=300)
+).with_idleness(timedelta(seconds=2))
+
+
+def _ms_events(spark: Any) -> Any:
+    """Kafka-like ms data (a lagging, an idle partition, late events) as timestamps."""
+    spec = StreamSpec(
+        rows=1_000,
+        partitions=3,
+        keys=3,
+        duration_ms=20_000,
+        disorder_ms=500,
+        lagging_partition=1,
+        lag_ms=3_000,
+        quiet_partition=2,
+        quiet_from_ms=8_000,
+        quiet_for_ms=4_000,
+        very_late_fraction=0.01,
+        very_late_ms=5_000,
+    )
+    df = spark.createDataFrame(generate(spec))
+    return df.select(
+        F.concat(F.lit("topic:"), F.col("partition").cast("string")).alias("channel"),
+        F.timestamp_millis(F.col("event_time") + T).alias("event_time"),
+        F.timestamp_millis(F.col("arrival") + T).alias("arrival"),
+        "key",
+        "value",
+    )
+
+
+def _micros(df: Any, col: str) -> list[int | None]:
+    return [r[0] for r in df.select(F.unix_micros(col)).collect()]
+
+
+def test_event_time_unit_ms_gives_the_same_decisions_and_ms_watermarks(spark: Any) -> None:
+    df = _ms_events(spark)
+    kw: dict[str, Any] = {"event_time": "event_time", "channel": "channel", "arrival": "arrival"}
+    ms = {"event_time_unit": "ms", "arrival_unit": "ms"}
+    order = ["channel", "arrival", "event_time", "key", "value"]
+    us_rows = assign_watermarks(df, STRATEGY, **kw).orderBy(*order).cache()
+    ms_rows = assign_watermarks(df, STRATEGY, **kw, **ms).orderBy(*order).cache()
+    assert us_rows.count() == ms_rows.count() == 1_000
+    late = [r[0] for r in us_rows.select("is_late").collect()]
+    assert late == [r[0] for r in ms_rows.select("is_late").collect()]
+    assert any(late)
+    for col in ("watermark", "channel_watermark"):
+        us, m = _micros(us_rows, col), _micros(ms_rows, col)
+        assert [a is None for a in us] == [b is None for b in m]
+        pairs = [(a, b) for a, b in zip(us, m, strict=True) if a is not None]
+        assert pairs
+        assert all(b % 1000 == 0 for _, b in pairs)  # ...:05.021000, as Flink shows it
+        assert all(a - b == 999 for a, b in pairs)  # max - bound - 1 us vs - 1 ms
+
+    # Windows, native (tumbling) and keyed (session): the same results, firings, late and
+    # dropped records; only the watermark printed differs (by 999 us).
+    late_windows = 0
+    for window in (
+        TumblingEventTimeWindows.of(timedelta(seconds=1)),
+        EventTimeSessionWindows.with_gap(timedelta(milliseconds=500)),
+    ):
+        a, b = (
+            window_aggregate(
+                df,
+                STRATEGY,
+                window,
+                key="key",
+                aggs=["count", ("sum", "value")],
+                allowed_lateness=timedelta(milliseconds=500),
+                **kw,
+                **units,
+            )
+            for units in ({}, ms)
+        )
+        cols = ["key", "window_start", "window_end", "count", "sum_value", "timing", "fired_at"]
+        ra = a.results.select(*cols, F.unix_micros("watermark").alias("w")).collect()
+        rb = b.results.select(*cols, F.unix_micros("watermark").alias("w")).collect()
+        key = lambda r: tuple(r[:-1])  # noqa: E731
+        ra, rb = sorted(ra, key=key), sorted(rb, key=key)
+        assert [key(r) for r in ra] == [key(r) for r in rb] and ra
+        # (null: fired at the end of input, watermark MAX, in both)
+        assert all(
+            (x.w is None and y.w is None) or (x.w - y.w == 999 and y.w % 1000 == 0)
+            for x, y in zip(ra, rb, strict=True)
+        )
+        for side in ("late", "dropped"):
+            sa = sorted(tuple(r) for r in getattr(a, side).drop("watermark").collect())
+            sb = sorted(tuple(r) for r in getattr(b, side).drop("watermark").collect())
+            assert sa == sb
+        late_windows += a.late.count()
+        a.unpersist()
+        b.unpersist()
+    assert late_windows > 0
+    us_rows.unpersist()
+    ms_rows.unpersist()
+
+
+def test_timestamps_in_ms_ticks_truncate_toward_negative_infinity(spark: Any) -> None:
+    df = spark.createDataFrame([(-500,), (-1000,), (5_021_900,), (0,)], "us long").select(
+        F.timestamp_micros("us").alias("ts"),
+        F.timestamp_micros("us").cast("timestamp_ntz").alias("ntz"),
+    )
+    for name in ("ts", "ntz"):
+        col = time_column(df, name, "ms", "event_time")
+        assert (col.kind, col.unit) == (("timestamp" if name == "ts" else "timestamp_ntz"), "ms")
+        ticks = [r[0] for r in df.select(col.ticks()).collect()]
+        assert ticks == [-1, -1, 5_021, 0]
+        back = df.select(col.from_ticks(col.ticks()).cast("timestamp").alias("b"))
+        assert _micros(back, "b") == [-1_000, -1_000, 5_021_000, 0]
+        seconds = time_column(df, name, "s", "event_time")
+        assert [r[0] for r in df.select(seconds.ticks()).collect()] == [-1, -1, 5, 0]
+        assert time_column(df, name, None, "event_time").unit == "us"  # default: unchanged
+    with pytest.raises(InvalidParameterError, match=r"event_time_unit.*finer than"):
+        time_column(df, "ts", "ns", "event_time")
