@@ -239,3 +239,62 @@ def test_streaming_windows_equal_window_aggregate(
     assert rows_of(got_dropped, drop_cols) == rows_of(placed, drop_cols)
     assert got_dropped.num_rows >= 7
     want.unpersist()
+
+
+@pytest.mark.parametrize("step", [400, 3_000, 10**9], ids=["1-row-per-partition", "3s", "all"])
+def test_micro_batch_size_changes_nothing(spark: Any, tmp_path: Path, step: int) -> None:
+    """From about one row per partition per micro-batch (a 400 ms clock over four
+    partitions sending one record per ~400 ms) to everything in one: the native path's
+    outputs up to the final frontier are the batch function's."""
+    from floodmark.spark.sources import replay_stream
+
+    spec = dataclasses.replace(
+        SPEC,
+        rows=120,
+        partitions=4,
+        keys=3,
+        duration_ms=12_000,
+        disorder_ms=600,
+        lag_ms=1_500,
+        quiet_partition=None,
+        very_late_fraction=0.0,
+    )
+    table = generate(spec)
+    window, lateness = TumblingEventTimeWindows.of(timedelta(seconds=1)), timedelta(seconds=1)
+    events = replay_stream(
+        spark,
+        table,
+        arrival="arrival",
+        channel="partition",
+        step=step,
+        first_batch_all_channels=True,
+        max_partitions=1,
+    )
+    handler = windows_handler(tmp_path, window, lateness, AGGS, path="native")
+    query = (
+        events.writeStream.foreachBatch(handler)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    frontier = handler.progress[-1]["frontier"]
+    if step == 400:
+        assert len(handler.progress) > 20
+    want = window_aggregate(
+        spark.createDataFrame(table),
+        STRATEGY,
+        window,
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        aggs=AGGS,
+        allowed_lateness=lateness,
+    )
+    values = [a if isinstance(a, str) else f"{a[0]}_{a[1]}" for a in AGGS]
+    cols = ["key", "window_start", "window_end", *values, "watermark", "timing", "fired_at"]
+    got = read_output(spark, tmp_path / "out", "results")
+    assert rows_of(got, cols) == rows_of(before(want.results.toArrow(), "fired_at", frontier), cols)
+    assert got.num_rows > 5
+    want.unpersist()
