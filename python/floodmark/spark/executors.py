@@ -20,11 +20,13 @@ are fixed.
 A ``local`` master whose executors run the driver's own interpreter
 (``PYSPARK_PYTHON`` is ``sys.executable``, as :func:`~floodmark.spark.local_session`
 sets it by default) is not probed: its Python workers are that interpreter, started
-from the driver's environment, and import what the driver imported. The job would
-cost it little once Spark is warm (~0.2 s), but on a fresh session it was the first
-Python job on Spark's RDD path and measured 1-5 s (a 2-core machine under load), paid
-by every run of the command line. Any other local Python is probed. Spark Connect
-sessions have no ``SparkContext`` to run the probe on: they are not checked.
+from the driver's environment, and import what the driver imported. The job costs
+~0.2 s in a warm local session, but as a fresh session's first job on Spark's RDD
+path it took 5-6 s, ~4 s more than the first floodmark job alone (2-core machine
+under load; every run of the command line would pay it). Any other local Python is
+probed. On a cluster it took 0.4-0.6 s once the executors had run Python, up to ~4 s
+as an application's first RDD job. Spark Connect sessions have no ``SparkContext`` to
+run the probe on: they are not checked.
 """
 
 from __future__ import annotations
