@@ -285,6 +285,7 @@ class Sessions:
     #: kind of session (from its start to its stop: its tests), for the run's summary.
     timings: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
+    failed: Exception | None = None
 
     def get(self, kind: str) -> Any:
         if kind == self.kind:
@@ -300,21 +301,33 @@ class Sessions:
         self.kind = kind
         return self.session
 
+    def set_up(self) -> tuple[Cluster, Environments]:
+        """The environments and the running cluster, made on the first call. A failure
+        is raised again at once to every later test, not retried by each."""
+        if self.failed is not None:
+            raise RuntimeError(f"the cluster could not be set up: {self.failed}")
+        try:
+            if self.root is None:
+                self.root = Path(tempfile.mkdtemp(prefix="floodmark-cluster-"))
+            if self.envs is None:
+                started = time.monotonic()
+                self.envs = build_environments(self.root)
+                self.timings["environments"] = time.monotonic() - started
+            if self.cluster is None:
+                started = time.monotonic()
+                self.cluster = Cluster(self.root)
+                atexit.register(self.cluster.kill)
+                self.cluster.start()
+                self.timings["cluster start"] = time.monotonic() - started
+        except Exception as err:
+            self.failed = err
+            raise
+        return self.cluster, self.envs
+
     def cluster_session(self, kind: str) -> Any:
         from floodmark.spark import local_session
 
-        if self.root is None:
-            self.root = Path(tempfile.mkdtemp(prefix="floodmark-cluster-"))
-        if self.envs is None:
-            started = time.monotonic()
-            self.envs = build_environments(self.root)
-            self.timings["environments"] = time.monotonic() - started
-        if self.cluster is None:
-            started = time.monotonic()
-            self.cluster = Cluster(self.root)
-            atexit.register(self.cluster.kill)
-            self.cluster.start()
-            self.timings["cluster start"] = time.monotonic() - started
+        cluster, envs = self.set_up()
         conf = {
             **LOCAL_CONF,
             "spark.executor.cores": str(WORKER_CORES),
@@ -328,19 +341,17 @@ class Sessions:
         if kind == "cluster":
             # docs/spark.md: the packed environment, unpacked on each executor as
             # ./environment, and its Python for the executors.
-            conf["spark.archives"] = f"{self.envs.archive}#environment"
+            conf["spark.archives"] = f"{envs.archive}#environment"
             python = ENV_PYTHON
         else:
-            python = str(self.envs.bare_python)
+            python = str(envs.bare_python)
         # PySpark takes the executors' Python from PYSPARK_PYTHON when the context
         # starts (the spark.pyspark.python setting is read by spark-submit only).
         self.started = time.monotonic()
         saved = os.environ.get("PYSPARK_PYTHON")
         os.environ["PYSPARK_PYTHON"] = python
         try:
-            session = local_session(
-                master=self.cluster.url, app_name=f"floodmark-{kind}", conf=conf
-            )
+            session = local_session(master=cluster.url, app_name=f"floodmark-{kind}", conf=conf)
         finally:
             if saved is None:
                 del os.environ["PYSPARK_PYTHON"]
