@@ -46,6 +46,21 @@ class SchemaError(InvalidInputError):
     """A DataFrame column is missing or has a type floodmark cannot use."""
 
 
+class ExecutorEnvironmentError(FloodmarkError, RuntimeError):
+    """Spark's executors cannot run floodmark's Python tasks: their Python lacks
+    floodmark, has another version of it than the driver, or does not start.
+
+    Attributes:
+        python: the executors' Python as Spark was told (``PYSPARK_PYTHON``).
+    """
+
+    python: str = ""
+
+    def __init__(self, message: str, python: str = "") -> None:
+        super().__init__(message)
+        self.python = python
+
+
 class SnapshotError(FloodmarkError, ValueError):
     """A snapshot that cannot be restored (corrupt, truncated, or of another object)."""
 
@@ -68,6 +83,7 @@ def input_error(column: str, message: str) -> InvalidInputError:
 
 __all__ = [
     "ChannelOutOfRangeError",
+    "ExecutorEnvironmentError",
     "FloodmarkError",
     "IllegalStateError",
     "InvalidInputError",

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from floodmark.spark.executors import require_floodmark
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
@@ -91,6 +93,7 @@ def only(kind: str) -> Column:
 
 def unpacked(cached: DataFrame, kind: str, schema: StructType) -> DataFrame:
     """The rows of ``kind`` stored in ``cached``, as a DataFrame of ``schema``."""
+    require_floodmark(cached.sparkSession)
     return cached.where(only(kind)).select(PAYLOAD).mapInArrow(unpack, schema)
 
 

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
+from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
@@ -455,6 +456,7 @@ def on_executors(
 
     from floodmark.report.partition_views import bin_edges, compact_emissions
 
+    require_floodmark(agg.sparkSession)
     ranges = agg.groupBy("channel").agg(F.min("bucket").alias("lo"), F.max("bucket").alias("hi"))
     summary = ranges.toArrow()
     channels, _ = channel_index(summary.column("channel"))

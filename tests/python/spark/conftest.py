@@ -1,25 +1,93 @@
-"""One local Spark session for the whole test run (Spark tests are marked `spark`)."""
+"""The Spark sessions of the tests (Spark tests are marked `spark`).
+
+Every test gets one local session (`local[2]`) through the `spark` fixture. The tests of
+:data:`ON_CLUSTER` that use it run twice, on that session and (marked `cluster`) on a
+Spark standalone cluster of two workers on 127.0.0.1, started from the installed
+pyspark (``spark_cluster``): the same test bodies, the same assertions. One process
+holds one SparkContext at a time, so the cluster's tests run after every other test
+(`pytest_collection_modifyitems`), and the session switches once: local, then the
+cluster, then the cluster whose executors lack floodmark (`bare_spark`). The cluster
+starts once per test session, when the first test needs it, and stops at its end;
+the teardown fails if any of its processes had to be killed.
+`pytest -m "not cluster"` leaves the cluster out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from spark_cluster import Sessions
+
+#: The modules whose Spark tests also run on the cluster.
+ON_CLUSTER = {
+    "test_equality.py",
+    "test_conservation_and_errors.py",
+    "test_analyze.py",
+    "test_cluster.py",
+}
+#: The order in which the kinds of session start (each once).
+ORDER = {"local": 0, "cluster": 1, "bare": 2}
+TIMINGS: dict[str, float] = {}
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    from floodmark.spark import local_session
+def spark_sessions() -> Iterator[Sessions]:
+    sessions = Sessions()
+    try:
+        yield sessions
+    finally:
+        left = sessions.close()
+        TIMINGS.update(sessions.timings)
+        assert not left, f"the cluster's processes did not stop by themselves: {left}"
 
-    session = local_session(
-        master="local[2]",
-        conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"},
-    )
-    yield session
-    session.stop()
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest, spark_sessions: Sessions) -> Any:
+    """The local session, or (``[cluster]``) a session on the cluster."""
+    return spark_sessions.get(getattr(request, "param", "local"))
 
 
+@pytest.fixture
+def cluster_spark(spark_sessions: Sessions) -> Any:
+    """A session on the cluster, its executors running the shipped environment."""
+    return spark_sessions.get("cluster")
+
+
+@pytest.fixture
+def bare_spark(spark_sessions: Sessions) -> Any:
+    """A session on the cluster whose executors' Python lacks floodmark."""
+    return spark_sessions.get("bare")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "spark" in metafunc.fixturenames and Path(str(metafunc.definition.path)).name in ON_CLUSTER:
+        metafunc.parametrize("spark", ["local", "cluster"], indirect=True, scope="session")
+
+
+def session_kind(item: pytest.Item) -> str:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "spark" in callspec.params:
+        return str(callspec.params["spark"])
+    names = getattr(item, "fixturenames", ())
+    return "bare" if "bare_spark" in names else "cluster" if "cluster_spark" in names else "local"
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if "tests/python/spark" in str(item.fspath):
+        item.add_marker(pytest.mark.spark)
+    if session_kind(item) != "local":
+        item.add_marker(pytest.mark.cluster)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/python/spark" in str(item.fspath):
-            item.add_marker(pytest.mark.spark)
+    items.sort(key=lambda item: ORDER[session_kind(item)])  # stable: each kind starts once
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if TIMINGS:
+        spent = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in TIMINGS.items())
+        terminalreporter.write_line(f"spark sessions: {spent}")

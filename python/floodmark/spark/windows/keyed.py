@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.spark.columns import quote
+from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
@@ -55,6 +56,7 @@ def keyed_outputs(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    require_floodmark(df.sparkSession)
     wm_plan, keys, channel = plan.wm, plan.keys, plan.wm.channel
     sent = df.where(valid_rows(wm_plan)).select(
         *[F.col(quote(k)) for k in keys],
