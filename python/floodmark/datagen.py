@@ -4,8 +4,10 @@ A stream has ``partitions`` channels. Each record has an event time, the time it
 the broker (``arrival``, the processing-time clock), its partition, a key and a value.
 Records arrive with random delay within ``disorder`` of their event time; on top of
 that one partition can lag (its records arrive ``lag`` later), one can go quiet for a
-while and resume, a small fraction of records arrive very late, and event times can be
-coarse (so duplicates occur). All times are integer milliseconds since the epoch.
+while and resume (the records of the quiet spell arrive after it, as a backlog; very
+late ones can still come during the spell unless ``quiet_is_silent``), a small
+fraction of records arrive very late, and event times can be coarse (so duplicates
+occur). All times are integer milliseconds since the epoch.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class StreamSpec:
     quiet_partition: int | None = 7
     quiet_from_ms: int = 200_000
     quiet_for_ms: int = 120_000
+    quiet_is_silent: bool = False  # True: no record at all arrives while quiet
     very_late_fraction: float = 0.002
     very_late_ms: int = 60_000
     skew: float = 1.0  # > 1: partition sizes decay geometrically by this factor
@@ -54,6 +57,9 @@ def generate(spec: StreamSpec) -> pa.Table:
     arrival = event + delay
     if spec.lagging_partition is not None:
         arrival[part == spec.lagging_partition] += spec.lag_ms
+    late = rng.random(n) < spec.very_late_fraction
+    if spec.quiet_is_silent:
+        arrival[late] += spec.very_late_ms
     if spec.quiet_partition is not None:
         q = part == spec.quiet_partition
         gap = (
@@ -62,8 +68,8 @@ def generate(spec: StreamSpec) -> pa.Table:
         arrival[gap] = (
             spec.quiet_from_ms + spec.quiet_for_ms + (arrival[gap] - spec.quiet_from_ms) // 8
         )
-    late = rng.random(n) < spec.very_late_fraction
-    arrival[late] += spec.very_late_ms
+    if not spec.quiet_is_silent:
+        arrival[late] += spec.very_late_ms
     key = rng.integers(0, spec.keys, size=n, dtype=np.int64)
     value = rng.integers(1, 100, size=n, dtype=np.int64)
     order = np.argsort(arrival, kind="stable")

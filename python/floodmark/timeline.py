@@ -42,6 +42,22 @@ class InForce(NamedTuple):
     watermark: pa.Array
 
 
+#: The order of one channel's output rows at one grid time, as the builder emits them
+#: (one periodic call's output): a channel coming back from idle is marked active
+#: before its watermark; idle comes alone.
+EMISSION_KINDS = ("active", "watermark", "idle")
+
+
+def in_emission_order(emissions: pa.Table) -> pa.Table:
+    """Channels' output rows (``channel``, ``time``, ``kind``, ...) read back from
+    storage, where row order is not kept, in the builder's order: by time, then channel
+    (the valve's order: channel values sorted), then kind (:data:`EMISSION_KINDS`)."""
+    rank = pc.index_in(emissions.column("kind"), value_set=pa.array(EMISSION_KINDS))
+    ranked = emissions.append_column("__fm_rank", rank)
+    keys = [("time", "ascending"), ("channel", "ascending"), ("__fm_rank", "ascending")]
+    return ranked.sort_by(keys).drop(["__fm_rank"])
+
+
 def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """``(channels, index)``: the distinct channel values in the valve's order (sorted)
     and each value's index among them. At one time, channels reach the valve in this
@@ -314,4 +330,12 @@ def _count(num_channels: object) -> int:
     return n
 
 
-__all__ = ["PERIODIC_KINDS", "InForce", "TimelineBuilder", "channel_index", "strategy_in_ticks"]
+__all__ = [
+    "EMISSION_KINDS",
+    "PERIODIC_KINDS",
+    "InForce",
+    "TimelineBuilder",
+    "channel_index",
+    "in_emission_order",
+    "strategy_in_ticks",
+]

@@ -412,6 +412,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     return print_summary(inputs, folder.target / "report" / "index.html", progress)
 
 
+#: The rows of ``floodmark demo`` without ``--rows``.
+DEFAULT_ROWS = 1_000_000
+
 #: The demo's pipeline over the generated stream.
 DEMO_SPEC = PipelineSpec(
     event_time="event_time",
@@ -426,45 +429,62 @@ DEMO_SPEC = PipelineSpec(
 
 
 def demo(args: argparse.Namespace, argv: list[str]) -> int:
-    """``floodmark demo``: generated stream, pipeline, report, Spark comparison."""
+    """``floodmark demo``: generated stream, pipeline, report, Spark comparison;
+    ``--live``: :func:`floodmark.cli.live.demo_live`."""
     import pyarrow.parquet as pq
 
     from floodmark.datagen import StreamSpec, generate
+
+    if args.live:
+        from floodmark.cli.live import demo_live
+
+        return demo_live(args, argv)
+    rows = args.rows if args.rows is not None else DEFAULT_ROWS
 
     folder = OutputFolder.prepare(args.output, overwrite=args.overwrite, inputs=[], command=argv)
     progress = Progress(7, enabled=not args.quiet)
     with folder.staged() as staging, spark_errors(None):
         data = staging / "input.parquet"
-        with progress.stage(f"generating {args.rows:,} rows"):
-            spec = StreamSpec(rows=args.rows, partitions=16, keys=1_000, duration_ms=600_000)
+        with progress.stage(f"generating {rows:,} rows"):
+            spec = StreamSpec(rows=rows, partitions=16, keys=1_000, duration_ms=600_000)
             pq.write_table(generate(spec).drop(["id"]), data)
         with progress.stage("starting Spark"):
             spark = start_spark(args.master, progress)
             df = spark.read.parquet(str(data))
-        title = f"floodmark demo: {args.rows:,} generated rows"
+        title = f"floodmark demo: {rows:,} generated rows"
         inputs = pipeline(df, DEMO_SPEC, progress, staging, title)
         with progress.stage("what Spark's own watermark would drop"):
             add_spark_drops(inputs, df)
+            inputs.notes.append(
+                "Spark drops: records Spark Structured Streaming's single global watermark "
+                "(withWatermark 5s, 10 s micro-batches) would have dropped from the same "
+                "10 s windows; floodmark's per-partition watermarks keep the lagging "
+                "partition's records instead."
+            )
+            inputs.notes.append(QUIET_NOTE)
         with progress.stage("writing the report"):
             write_report(staging / "report", inputs)
     return print_summary(inputs, folder.target / "report" / "index.html", progress)
 
 
-def add_spark_drops(inputs: ReportInputs, df: DataFrame) -> None:
-    """Add what Spark's own global watermark would drop from the demo's stream (a
-    ``spark_dropped`` column per partition) and the demo's notes."""
+def add_spark_drops(
+    inputs: ReportInputs, df: DataFrame, trigger_interval: timedelta = timedelta(seconds=10)
+) -> None:
+    """Add what Spark's own global watermark would drop from the demo's stream ``df``
+    (``withWatermark`` of the demo's bound, the demo's windows, micro-batches of
+    ``trigger_interval`` of arrivals): a ``spark_dropped`` column per partition."""
     import pyarrow as pa
 
     from floodmark.spark.baseline import spark_global_watermark_late
 
     base = spark_global_watermark_late(
         df,
-        event_time="event_time",
+        event_time=DEMO_SPEC.event_time,
         arrival="arrival",
-        channel="partition",
+        channel=DEMO_SPEC.channel,
         delay=DEMO_SPEC.bound,
-        trigger_interval=timedelta(seconds=10),
-        window_size=timedelta(seconds=10),
+        trigger_interval=trigger_interval,
+        window_size=DEMO_SPEC.window.size,
     ).toArrow()
     base = labelled(base, "channel")
     drops = dict(zip(base["channel"].to_pylist(), base["spark_dropped"].to_pylist(), strict=True))
@@ -473,18 +493,15 @@ def add_spark_drops(inputs: ReportInputs, df: DataFrame) -> None:
     inputs.partitions = inputs.partitions.append_column(
         "spark_dropped", pa.array([drops.get(k, 0) for k in keys], pa.int64())
     )
-    inputs.notes.append(
-        "Spark drops: records Spark Structured Streaming's single global watermark "
-        "(withWatermark 5s, 10 s micro-batches) would have dropped from the same "
-        "10 s windows; floodmark's per-partition watermarks keep the lagging "
-        "partition's records instead."
-    )
-    inputs.notes.append(
-        "The quiet partition went silent for two minutes and came back with a backlog. "
-        "After the 30 s idle timeout the others moved time on without it, so its "
-        "backlog arrives late, in floodmark as in Flink: that is the price of not "
-        "waiting. `floodmark analyze` shows what each idle timeout and bound costs."
-    )
+
+
+#: The demos' note on the partition that goes quiet.
+QUIET_NOTE = (
+    "The quiet partition went silent and came back with a backlog. After the 30 s idle "
+    "timeout the others moved time on without it, so its backlog arrives late, in "
+    "floodmark as in Flink: that is the price of not waiting. `floodmark analyze` shows "
+    "what each idle timeout and bound costs."
+)
 
 
 def analyze(args: argparse.Namespace, argv: list[str]) -> int:

@@ -28,6 +28,7 @@ EPILOG = """\
 examples:
   floodmark demo                          # 1M generated rows, local Spark
   floodmark demo --rows 100000 --output /tmp/demo
+  floodmark demo --live                   # a live query, simulated Kafka broker
   floodmark run events.parquet --event-time ts --channel partition \\
       --arrival broker_ts --key user --bound 5s --idle 1m \\
       --window tumbling:10s --agg count --agg sum:amount --output out/
@@ -156,7 +157,17 @@ def build_parser() -> Parser:
         ),
     )
     demo.add_argument(
-        "--rows", type=positive_int, default=1_000_000, help="rows to generate (default: 1,000,000)"
+        "--rows",
+        type=positive_int,
+        default=None,
+        help="rows to generate (default: 1,000,000; with --live 100,000)",
+    )
+    demo.add_argument(
+        "--live",
+        action="store_true",
+        help="run a live Structured Streaming query over a simulated Kafka broker "
+        "(8 partitions), one line per micro-batch next to Spark's own watermark, "
+        "then the report (needs pip install 'floodmark[kafka]')",
     )
     _output(demo, "floodmark-demo")
     _spark(demo)

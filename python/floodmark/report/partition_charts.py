@@ -273,7 +273,7 @@ def idle_chart(
     ax.set_ylabel("partition, longest idle first")
     ax.set_xlabel("arrival (processing) time")
     left_out = len(keys) - len(drawn)
-    title = f"Idle spans: {len(keys):,} partitions went idle"
+    title = f"Idle spans: {len(keys):,} partition{'' if len(keys) == 1 else 's'} went idle"
     if left_out:
         title += f"; {left_out:,} more not drawn (all in idle_spans.csv)"
     if still.any():

@@ -127,24 +127,30 @@ class Timeline:
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The timeline as a DataFrame, times and watermarks in the input's types."""
-        from pyspark.sql import functions as F
-
-        # From the Arrow table itself: its schema holds with no rows (an empty input, a
-        # strategy that never emits) and keeps an integer channel integer when it is
-        # null (every channel idle), which pandas would turn into a float.
-        df = spark.createDataFrame(self.table.drop(["advance"]))
-        return df.select(
-            self.plan.arrival.from_ticks(F.col("time")).alias("time"),
-            self.plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
-            F.col("status"),
-            F.col("min_channel"),
-        )
+        return ticks_frame(spark, self.plan, self.table.drop(["advance"]))
 
     def unpersist(self) -> None:
         """Release what the stage cached on the executors."""
         for frame in self.cached:
             frame.unpersist()
         self.cached.clear()
+
+
+def ticks_frame(spark: SparkSession, plan: WatermarkPlan, table: pa.Table) -> DataFrame:
+    """A driver table as a DataFrame, its ``time`` column (arrival ticks) and
+    ``watermark`` column (event-time ticks) in the input's types, the others as they
+    are. Made from the Arrow table itself: its schema holds with no rows (an empty
+    input, a strategy that never emits) and keeps an integer channel integer when it
+    is null (every channel idle), which pandas would turn into a float."""
+    from pyspark.sql import functions as F
+
+    converted = {
+        "time": plan.arrival.from_ticks(F.col("time")).alias("time"),
+        "watermark": plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
+    }
+    return spark.createDataFrame(table).select(
+        *[converted.get(name, F.col(name)) for name in table.column_names]
+    )
 
 
 def bucket_aggregate(df: DataFrame, plan: WatermarkPlan, stats: bool = False) -> DataFrame:

@@ -24,6 +24,7 @@ from floodmark import (
     WatermarkStrategy,
 )
 from floodmark.datagen import StreamSpec, generate
+from floodmark.exceptions import InvalidParameterError
 from floodmark.spark import assign_watermarks, window_aggregate
 from floodmark.spark.streaming import (
     ParquetOutputs,
@@ -141,7 +142,9 @@ def test_a_changed_strategy_is_refused(spark: Any, stream: pa.Table, tmp_path: P
 def test_a_source_without_the_columns_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:
-    source = write_files(stream.slice(0, 100).drop(["arrival"]), tmp_path / "in", 1)
+    source = write_files(
+        stream.slice(0, 100).drop(["arrival"]), tmp_path / "in", 1, arrival="event_time"
+    )
     schema = spark.createDataFrame(stream.drop(["arrival"])).schema
     handler = watermarks_handler(tmp_path)
     with pytest.raises(Exception, match="arrival"):
@@ -239,6 +242,50 @@ def test_streaming_windows_equal_window_aggregate(
     assert rows_of(got_dropped, drop_cols) == rows_of(placed, drop_cols)
     assert got_dropped.num_rows >= 7
     want.unpersist()
+
+
+def test_the_timeline_and_every_channels_emissions_of_a_live_query(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """``timeline=True, emissions=True``: the batches' timeline segments and channel
+    emissions make up the batch pipeline's up to the final frontier (what the report
+    draws); the window outputs are unchanged by them."""
+    from floodmark.spark.plan import make_plan
+    from floodmark.spark.timeline import compute_timeline
+    from floodmark.timeline import in_emission_order
+
+    window, lateness = WINDOWS["tumbling"]
+    source = write_files(stream, tmp_path / "in", 5)
+    handler = windows_handler(tmp_path, window, lateness, AGGS, timeline=True, emissions=True)
+    run_query(spark, source, spark.createDataFrame(stream).schema, handler, tmp_path / "ck")
+    frontier = handler.progress[-1]["frontier"]
+    df, plan = make_plan(
+        spark.createDataFrame(stream),
+        STRATEGY,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        emit_interval=timedelta(milliseconds=200),
+        event_time_unit=None,
+        arrival_unit=None,
+    )
+    whole = compute_timeline(df, plan)
+    assert whole.emissions is not None
+    # The input's integer times are milliseconds: ticks as they are.
+    got = read_output(spark, tmp_path / "out", "emissions")
+    cols = ["channel", "time", "kind", "watermark"]
+    want = before(whole.emissions, "time", frontier).select(cols)
+    # Read back from Parquet, in the builder's order again.
+    assert in_emission_order(got).select(cols).to_pylist() == want.to_pylist()
+    assert set(want["kind"].to_pylist()) == {"watermark", "idle", "active"}
+    timeline = read_output(spark, tmp_path / "out", "timeline").sort_by("time")
+    tcols = ["time", "watermark", "status", "min_channel"]
+    assert (
+        timeline.select(tcols).to_pylist()
+        == before(whole.table, "time", frontier).select(tcols).to_pylist()
+    )
+    with pytest.raises(InvalidParameterError, match="`timeline`"):
+        windows_handler(tmp_path, window, lateness, AGGS, timeline="yes")
 
 
 @pytest.mark.parametrize("step", [400, 3_000, 10**9], ids=["1-row-per-partition", "3s", "all"])

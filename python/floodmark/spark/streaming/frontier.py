@@ -86,6 +86,9 @@ class Segment:
         min_channel: the channel value holding the combined watermark back at the
             frontier (None when none is aligned).
         idle: the channel values idle at the frontier.
+        emissions: every channel's own output rows of the batch (``channel`` as a
+            channel value, ``time``, ``kind``, ``watermark``); empty unless the state's
+            builder keeps them (the handler's ``emissions=True``).
     """
 
     state: EngineState
@@ -97,6 +100,7 @@ class Segment:
     watermark: int
     min_channel: Any
     idle: list[Any]
+    emissions: pa.Table
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         grew = self.timeline.column("advance").to_numpy(zero_copy_only=False)
@@ -145,8 +149,16 @@ def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
     )
 
 
-def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance: int) -> Segment:
-    """Runs the batch's per-(channel, bucket) rows ``table`` up to the new frontier."""
+def advance(
+    table: pa.Table,
+    plan: WatermarkPlan,
+    state: EngineState,
+    allowance: int,
+    emissions: bool = False,
+) -> Segment:
+    """Runs the batch's per-(channel, bucket) rows ``table`` up to the new frontier;
+    ``emissions``: keep every channel's own output rows (from the first batch on: the
+    setting is part of the builder's snapshot)."""
     interval = plan.interval
     latest = pc.max(table.column("arrival")).as_py() if table.num_rows else None
     candidates = [a for a in (state.max_arrival, latest) if a is not None]
@@ -156,7 +168,9 @@ def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance:
         reached = ((max_arrival - allowance) // interval) * interval
         frontier = reached if frontier is None else max(frontier, reached)
     channels = list(state.channels)
-    builder = TimelineBuilder(plan.strategy, len(channels), emit_interval=interval)
+    builder = TimelineBuilder(
+        plan.strategy, len(channels), emit_interval=interval, keep_emissions=emissions
+    )
     if state.builder is not None:
         builder.restore(state.builder)
     start_watermark = builder.watermark
@@ -180,6 +194,15 @@ def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance:
     if frontier is not None:
         builder.advance_to(frontier // interval)
     tl = builder.take_timeline()
+    em = builder.take_emissions()
+    emitted = pa.table(
+        {
+            "channel": values.take(em.column("channel")),
+            "time": em.column("time"),
+            "kind": em.column("kind"),
+            "watermark": em.column("watermark"),
+        }
+    )
     timeline = pa.table(
         {
             "time": tl.column("time"),
@@ -218,6 +241,7 @@ def advance(table: pa.Table, plan: WatermarkPlan, state: EngineState, allowance:
         builder.watermark,
         None if holder is None else channels[holder],
         idle,
+        emitted,
     )
 
 

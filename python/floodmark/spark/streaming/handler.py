@@ -83,6 +83,15 @@ class BatchResult:
     kinds: list[str] = field(default_factory=list)
 
 
+def flag(value: Any, parameter: str) -> bool:
+    """``value`` if it is a bool, else a clear error naming ``parameter``."""
+    if not isinstance(value, bool):
+        raise InvalidParameterError(
+            f"invalid parameter `{parameter}`: expected True or False, got {value!r}"
+        )
+    return value
+
+
 class BatchHandler(ABC):
     """The common part of the streaming handlers: the commit protocol, the state, the
     progress. Subclasses implement :meth:`run` and :meth:`settings`."""
@@ -101,6 +110,7 @@ class BatchHandler(ABC):
         arrival_unit: str | None,
         allowance: Duration,
         on_progress: Callable[[dict[str, Any]], None] | None,
+        emissions: bool = False,
     ) -> None:
         if not isinstance(strategy, WatermarkStrategy):
             raise InvalidParameterError(
@@ -130,6 +140,7 @@ class BatchHandler(ABC):
         self.event_time_unit, self.arrival_unit = event_time_unit, arrival_unit
         self.allowance = allowance
         self.on_progress = on_progress
+        self.emissions = flag(emissions, "emissions")
         self.progress: list[dict[str, Any]] = []
         self.clock = Clock()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
@@ -182,6 +193,7 @@ class BatchHandler(ABC):
             "channel": plan.channel,
             "emit_interval": plan.interval,
             "allowance": self.allowance_ticks(plan),
+            "emissions": self.emissions,
             **self.settings(plan),
         }
 

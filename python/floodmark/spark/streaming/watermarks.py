@@ -33,6 +33,7 @@ from floodmark.spark.streaming.handler import (
     save_pending,
 )
 from floodmark.spark.streaming.state import StateStore
+from floodmark.spark.timeline import ticks_frame
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration
 
@@ -74,7 +75,9 @@ def advance_batch(
     if inspect is not None:
         inspect(table)
     with handler.clock("driver"):
-        segment = advance(table, plan, state, handler.allowance_ticks(plan))
+        segment = advance(
+            table, plan, state, handler.allowance_ticks(plan), emissions=handler.emissions
+        )
     handler.kill("after_timeline", batch_id)
     with handler.clock("state"):
         pending = save_pending(store, batch_id, rows, segment.state.frontier)
@@ -92,26 +95,30 @@ def processed(rows: DataFrame, segment: Segment) -> DataFrame:
 
 
 def timeline_frame(batch: DataFrame, plan: WatermarkPlan, segment: Segment) -> DataFrame:
-    """The batch's segment of the combined timeline, in the input's types."""
-    from pyspark.sql import functions as F
+    """The batch's segment of the combined timeline (``time``, ``watermark``,
+    ``status``, ``min_channel``), in the input's types."""
+    table = segment.timeline.select(["time", "watermark", "status", "min_channel"])
+    return _in_input_types(batch, plan, table, "min_channel")
+
+
+def emissions_frame(batch: DataFrame, plan: WatermarkPlan, segment: Segment) -> DataFrame:
+    """Every channel's own output rows of the batch (``channel``, ``time``, ``kind``
+    in ``watermark``/``idle``/``active``, ``watermark``: null for ``idle`` and
+    ``active``), in the input's types."""
+    return _in_input_types(batch, plan, segment.emissions, "channel")
+
+
+def _in_input_types(
+    batch: DataFrame, plan: WatermarkPlan, table: pa.Table, channel: str
+) -> DataFrame:
+    """A driver table as a DataFrame in the input's types (its ``channel`` column in
+    the channel column's type)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     channel_type = to_arrow_type(batch.schema[plan.channel].dataType)
-    tl = segment.timeline
-    table = pa.table(
-        {
-            "time": tl.column("time"),
-            "watermark": tl.column("watermark"),
-            "status": tl.column("status"),
-            "min_channel": tl.column("min_channel").cast(channel_type),
-        }
-    )
-    return batch.sparkSession.createDataFrame(table).select(
-        plan.arrival.from_ticks(F.col("time")).alias("time"),
-        plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
-        F.col("status"),
-        F.col("min_channel"),
-    )
+    index = table.schema.get_field_index(channel)
+    table = table.set_column(index, channel, table.column(channel).cast(channel_type))
+    return ticks_frame(batch.sparkSession, plan, table)
 
 
 def progress(segment: Segment, plan: WatermarkPlan, pending: int) -> dict[str, Any]:
@@ -153,6 +160,9 @@ class StreamingWatermarks(BatchHandler):
         event_time_unit, arrival_unit: units of integer time columns (``ms``).
         allowance: how far behind the latest arrival the frontier stays (1 s): the skew
             allowed between channels (see :mod:`.frontier`).
+        emissions: also write every channel's own watermark output of each batch (kind
+            ``emissions``: ``channel``, ``time``, ``kind``, ``watermark``); part of the
+            state's layout.
         on_progress: called with each committed batch's progress summary.
     """
 
@@ -169,6 +179,7 @@ class StreamingWatermarks(BatchHandler):
         event_time_unit: str | None = None,
         arrival_unit: str | None = None,
         allowance: Duration = DEFAULT_ALLOWANCE,
+        emissions: bool = False,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -183,6 +194,7 @@ class StreamingWatermarks(BatchHandler):
             arrival_unit=arrival_unit,
             allowance=allowance,
             on_progress=on_progress,
+            emissions=emissions,
         )
 
     def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
@@ -238,6 +250,8 @@ class StreamingWatermarks(BatchHandler):
             finally:
                 records.unpersist()
             self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
+            if self.emissions:
+                self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
             self.kill("after_outputs", batch_id)
             late, errors = int(counts["late"] or 0), int(counts["errors"] or 0)
             new = dataclasses.replace(

@@ -35,11 +35,19 @@ from floodmark.spark.streaming.handler import (
     DEFAULT_ALLOWANCE,
     BatchHandler,
     BatchResult,
+    flag,
     save_engine,
 )
 from floodmark.spark.streaming.native import carried_windows, check_range, native_batch
 from floodmark.spark.streaming.state import StateStore
-from floodmark.spark.streaming.watermarks import advance_batch, processed, progress, stamped_plan
+from floodmark.spark.streaming.watermarks import (
+    advance_batch,
+    emissions_frame,
+    processed,
+    progress,
+    stamped_plan,
+    timeline_frame,
+)
 from floodmark.spark.windows import make_window_plan, results_frame
 from floodmark.spark.windows.keyed import (
     Feeder,
@@ -156,6 +164,11 @@ class StreamingWindows(BatchHandler):
         path: ``auto`` (the native path where it applies, see
             :mod:`floodmark.spark.streaming.native`), ``native`` or ``keyed``; part of the
             state's layout, so it cannot change between restarts.
+        timeline: also write each batch's segment of the combined timeline (kind
+            ``timeline``: ``time``, ``watermark``, ``status``, ``min_channel``).
+        emissions: also write every channel's own watermark output of each batch (kind
+            ``emissions``: ``channel``, ``time``, ``kind``, ``watermark``); part of the
+            state's layout.
         on_progress: called with each committed batch's progress summary.
     """
 
@@ -179,6 +192,8 @@ class StreamingWindows(BatchHandler):
         key_groups: int = DEFAULT_KEY_GROUPS,
         num_partitions: int | None = None,
         path: str = "auto",
+        timeline: bool = False,
+        emissions: bool = False,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -193,8 +208,11 @@ class StreamingWindows(BatchHandler):
             arrival_unit=arrival_unit,
             allowance=allowance,
             on_progress=on_progress,
+            emissions=emissions,
         )
         from floodmark.spark.windows import positive_int
+
+        self.timeline = flag(timeline, "timeline")
 
         self.window, self.key, self.aggs = window, key, aggs
         self.allowed_lateness = allowed_lateness
@@ -261,6 +279,10 @@ class StreamingWindows(BatchHandler):
         try:
             step = self.native if native else self.keyed
             counts = step(batch, batch_id, wplan, rows, segment, store, result)
+            if self.timeline:
+                self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
+            if self.emissions:
+                self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
             self.kill("after_outputs", batch_id)
             new = dataclasses.replace(
                 segment.state,
