@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Literal, Protocol
 
 from floodmark import _core
-from floodmark.exceptions import SnapshotError, param_error
+from floodmark.exceptions import InvalidParameterError, SnapshotError
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 
 Kind = Literal[
@@ -87,25 +87,22 @@ def _check_duration(value: object, parameter: str, *, positive: bool) -> Duratio
     if whole is not None:
         value = whole
     elif not isinstance(value, timedelta):
-        raise param_error(
+        raise InvalidParameterError(
             parameter,
-            f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
-            f"ticks, got {type(value).__name__}",
+            f"expected a datetime.timedelta or an int of ticks, got {type(value).__name__}",
         )
     zero: Duration = timedelta(0) if isinstance(value, timedelta) else 0
     if value < zero or (positive and value == zero):  # type: ignore[operator]
         need = "greater than zero" if positive else ">= 0"
-        raise param_error(
-            parameter, f"invalid parameter `{parameter}`: must be {need}, got {value!r}"
-        )
+        raise InvalidParameterError(parameter, f"must be {need}, got {value!r}")
     return value
 
 
 def _check_column(value: object, parameter: str) -> str:
     if not isinstance(value, str) or not value:
-        raise param_error(
+        raise InvalidParameterError(
             parameter,
-            f"invalid parameter `{parameter}`: expected a non-empty column name, got {value!r}",
+            f"expected a non-empty column name, got {value!r}",
         )
     return value
 
@@ -129,9 +126,9 @@ class WatermarkGenerator:
             else to_ticks(strategy.idle_timeout, unit, "idle_timeout")
         )
         if idle is not None and idle <= 0:
-            raise param_error(
+            raise InvalidParameterError(
                 "idle_timeout",
-                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is 0 ticks of "
+                f"{strategy.idle_timeout!r} is 0 ticks of "
                 f"unit {unit!r}; it must be greater than zero",
             )
         self._native: _core._Generator | None = None
@@ -183,9 +180,9 @@ class WatermarkGenerator:
         """
         if now is None:
             if self._needs_clock:
-                raise param_error(
+                raise InvalidParameterError(
                     "now",
-                    "invalid parameter `now`: this generator reads the clock "
+                    "this generator reads the clock "
                     "(idleness or processing-time lag); pass now=<ticks>",
                 )
             now = 0
@@ -249,10 +246,9 @@ class _PythonGenerator:
     def __init__(self, user: UserGenerator, idle_timeout: int | None) -> None:
         for method in ("on_event", "on_periodic_emit"):
             if not callable(getattr(user, method, None)):
-                raise param_error(
+                raise InvalidParameterError(
                     "factory",
-                    f"invalid parameter `factory`: the generator it returned has no "
-                    f"`{method}` method",
+                    f"the generator it returned has no `{method}` method",
                 )
         self.user = user
         self.timeout = idle_timeout
@@ -411,10 +407,9 @@ class WatermarkStrategy:
             InvalidParameterError: ``factory`` is not callable.
         """
         if not callable(factory):
-            raise param_error(
+            raise InvalidParameterError(
                 "factory",
-                f"invalid parameter `factory`: expected a zero-argument callable, "
-                f"got {type(factory).__name__}",
+                f"expected a zero-argument callable, got {type(factory).__name__}",
             )
         return cls(_Spec("python", factory=factory))
 

@@ -26,7 +26,7 @@ from typing import Any, Literal, NamedTuple
 import pyarrow as pa
 
 from floodmark import _core
-from floodmark.exceptions import InvalidInputError, input_error, param_error
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import (
     Emission,
     WatermarkGenerator,
@@ -60,14 +60,14 @@ def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Ar
         if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
             arr = arr.cast(pa.int64())
         if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
-            raise input_error(column, f"must hold integers (int64 ticks), got {arr.type}")
+            raise InvalidInputError(column, f"must hold integers (int64 ticks), got {arr.type}")
         arr = arr.cast(pa.int64())
     except InvalidInputError:
         raise
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-        raise input_error(column, f"cannot be read as int64 ticks: {e}") from e
+        raise InvalidInputError(column, f"cannot be read as int64 ticks: {e}") from e
     if not nullable and arr.null_count:
-        raise input_error(column, f"holds {arr.null_count} null value(s); filter nulls first")
+        raise InvalidInputError(column, f"holds {arr.null_count} null value(s); filter nulls first")
     return arr
 
 
@@ -193,10 +193,9 @@ def drive(
             grid time of the previous call.
     """
     if not isinstance(strategy, WatermarkStrategy):
-        raise param_error(
+        raise InvalidParameterError(
             "strategy",
-            f"invalid parameter `strategy`: expected a WatermarkStrategy, "
-            f"got {type(strategy).__name__}",
+            f"expected a WatermarkStrategy, got {type(strategy).__name__}",
         )
     if generator is None:
         gen = strategy.create_generator(unit)
@@ -205,26 +204,22 @@ def drive(
         or generator.strategy != strategy
         or generator.unit != unit
     ):
-        raise param_error(
+        raise InvalidParameterError(
             "generator",
-            "invalid parameter `generator`: it must come from "
-            f"strategy.create_generator({unit!r}) of this same strategy",
+            f"it must come from strategy.create_generator({unit!r}) of this same strategy",
         )
     else:
         gen = generator
     interval = to_ticks(emit_interval, unit, "emit_interval")
     if interval <= 0:
-        raise param_error(
+        raise InvalidParameterError(
             "emit_interval",
-            f"invalid parameter `emit_interval`: must be > 0 ticks of {unit!r}, "
-            f"got {emit_interval!r}",
+            f"must be > 0 ticks of {unit!r}, got {emit_interval!r}",
         )
     ts = to_int64_array(event_time, "event_time")
     arr = to_int64_array(arrival, "arrival")
     if strategy.kind == "punctuated" and marker is None:
-        raise param_error(
-            "marker", "invalid parameter `marker`: a punctuated strategy needs marker="
-        )
+        raise InvalidParameterError("marker", "a punctuated strategy needs marker=")
     mk = None if marker is None else to_int64_array(marker, "marker", nullable=True)
     if start is not None:
         start = check_int64(start, "start")
@@ -238,11 +233,11 @@ def drive(
         gen._last_grid = _ceil_div(last, interval) * interval
         return DriveResult(rec, batch)
     if len(ts) != len(arr):
-        raise input_error("arrival", f"has {len(arr)} values but event_time has {len(ts)}")
+        raise InvalidInputError("arrival", f"has {len(arr)} values but event_time has {len(ts)}")
     arrivals = arr.to_pylist()
     for j in range(1, len(arrivals)):
         if arrivals[j] < arrivals[j - 1]:
-            raise input_error("arrival", f"must be non-decreasing (index {j})")
+            raise InvalidInputError("arrival", f"must be non-decreasing (index {j})")
     rec_py, rows = _drive_python(gen, ts.to_pylist(), arrivals, interval, first, last)
     gen._last_grid = _ceil_div(last, interval) * interval
     return DriveResult(
@@ -264,30 +259,30 @@ def _grid_bounds(
     last = until if until is not None else arr[-1].as_py()
     if last < first:
         if until is None:
-            raise input_error(
+            raise InvalidInputError(
                 "arrival",
                 f"the last arrival ({last}) is before start ({first}); pass until= to "
                 "run the grid past start",
             )
         which = "start" if start is not None else "the first arrival"
-        raise param_error("until", f"invalid parameter `until`: must be >= {which} ({first})")
+        raise InvalidParameterError("until", f"must be >= {which} ({first})")
     if _ceil_div(last, interval) * interval > I64_MAX:
         message = "the last grid time ceil(until / emit_interval) * emit_interval overflows i64"
         if until is None:
-            raise input_error("arrival", f"{message} (until defaults to the last arrival)")
-        raise param_error("until", f"invalid parameter `until`: {message}")
+            raise InvalidInputError("arrival", f"{message} (until defaults to the last arrival)")
+        raise InvalidParameterError("until", f"{message}")
     if after is not None:
         if len(arr) and arr[0].as_py() <= after:
-            raise input_error(
+            raise InvalidInputError(
                 "arrival",
                 f"arrival[0] = {arr[0].as_py()} is at or before {after}, the last grid time "
                 "the generator was driven to: a continued stream must arrive after it",
             )
         grid = _ceil_div(first, interval) * interval
         if grid <= after:
-            raise param_error(
+            raise InvalidParameterError(
                 "start",
-                f"invalid parameter `start`: the grid would start at {grid}, at or before "
+                f"the grid would start at {grid}, at or before "
                 f"{after}, the last grid time the generator was driven to",
             )
     return first, last
@@ -311,16 +306,16 @@ def _strings(values: Any, column: str) -> pa.Array:
     if not isinstance(arr, pa.Array):
         arr = pa.array(list(arr), pa.string())
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        raise input_error(column, f"must be strings, got {arr.type}")
+        raise InvalidInputError(column, f"must be strings, got {arr.type}")
     return arr.cast(pa.string())
 
 
 def _check_channels(num_channels: object) -> int:
     n = as_int(num_channels)
     if n is None or not 0 <= n <= I64_MAX:
-        raise param_error(
+        raise InvalidParameterError(
             "num_channels",
-            f"invalid parameter `num_channels`: expected an int >= 0, got {num_channels!r}",
+            f"expected an int >= 0, got {num_channels!r}",
         )
     return n
 
@@ -363,15 +358,14 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
             )
         )
     if not isinstance(emissions, pa.RecordBatch):
-        raise param_error(
+        raise InvalidParameterError(
             "emissions",
-            f"invalid parameter `emissions`: expected a pyarrow.RecordBatch, "
-            f"got {type(emissions).__name__}",
+            f"expected a pyarrow.RecordBatch, got {type(emissions).__name__}",
         )
     cols = {}
     for name in ("channel", "time", "kind", "watermark"):
         if name not in emissions.schema.names:
-            raise input_error(name, "missing column")
+            raise InvalidInputError(name, "missing column")
         col = emissions.column(name)
         cols[name] = (
             _strings(col, name)
@@ -411,9 +405,7 @@ class Valve:
             ChannelOutOfRangeError: ``channel`` is not in ``0..num_channels``.
         """
         if status not in ("idle", "active"):
-            raise param_error(
-                "status", f"invalid parameter `status`: expected 'idle' or 'active', got {status!r}"
-            )
+            raise InvalidParameterError("status", f"expected 'idle' or 'active', got {status!r}")
         return _emissions(
             self._inner.input_status(check_int64(channel, "channel"), status == "idle")
         )
@@ -515,9 +507,7 @@ Via = Literal["immediate", "deferred"]
 
 def _deferred(via: str) -> bool:
     if via not in ("immediate", "deferred"):
-        raise param_error(
-            "via", f"invalid parameter `via`: expected 'immediate' or 'deferred', got {via!r}"
-        )
+        raise InvalidParameterError("via", f"expected 'immediate' or 'deferred', got {via!r}")
     return via == "deferred"
 
 

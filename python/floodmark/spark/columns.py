@@ -62,13 +62,6 @@ class TimeColumn:
         )
 
 
-def schema_error(name: str, message: str) -> SchemaError:
-    """A :class:`SchemaError` about column ``name``."""
-    err = SchemaError(f"invalid input `{name}`: {message}")
-    err.column = name
-    return err
-
-
 def column_names(value: object, parameter: str) -> list[str]:
     """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
     anything else (a ``Column`` object, say: floodmark takes names)."""
@@ -81,8 +74,7 @@ def column_names(value: object, parameter: str) -> list[str]:
     if names is not None and all(isinstance(n, str) for n in names):
         return [str(n) for n in names]
     raise InvalidParameterError(
-        f"invalid parameter `{parameter}`: expected a column name (str) or a list of "
-        f"them, got {type(value).__name__}"
+        parameter, f"expected a column name (str) or a list of them, got {type(value).__name__}"
     )
 
 
@@ -105,14 +97,14 @@ def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     key = name_key(df)
     same = [f.name for f in df.schema.fields if key(f.name) == key(name)]
     if len(same) > 1:  # Spark would fail later: the reference is ambiguous
-        raise schema_error(
+        raise SchemaError(
             name,
             f"the DataFrame has {len(same)} columns named {name!r} (given as {parameter}=: "
             f"{same}); rename or drop all but one",
         )
     if name not in fields:
         hint = f"; names are matched exactly: did you mean {same[0]!r}?" if same else ""
-        raise schema_error(
+        raise SchemaError(
             name,
             f"the DataFrame has no column {name!r} (given as {parameter}=); "
             f"its columns are {sorted(fields)}{hint}",
@@ -146,7 +138,7 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
         return TimeColumn(name, "timestamp_ntz", "us")
     if isinstance(dtype, (LongType, IntegerType, ShortType, ByteType)):
         return TimeColumn(name, "integer", check_unit(unit or "ms", f"{parameter}_unit"))
-    raise schema_error(
+    raise SchemaError(
         name,
         f"{parameter}= column {name!r} has type "
         f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column",
@@ -159,7 +151,7 @@ def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
 
     dtype = field_type(df, name, parameter)
     if not isinstance(dtype, (LongType, IntegerType, ShortType, ByteType, StringType)):
-        raise schema_error(
+        raise SchemaError(
             name,
             f"{parameter}= column {name!r} has type {dtype.simpleString()}; "
             "use an integer or string column",
@@ -176,7 +168,7 @@ def value_column(df: DataFrame, name: str, parameter: str) -> Literal["bigint", 
         return "bigint"
     if isinstance(dtype, (DoubleType, FloatType, DecimalType)):
         return "double"
-    raise schema_error(
+    raise SchemaError(
         name,
         f"{parameter}= column {name!r} has type "
         f"{dtype.simpleString()}; aggregates need a numeric column",
