@@ -24,10 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
+from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.watermarks import to_int64_array
 
 
 class InForce(NamedTuple):
@@ -157,14 +157,7 @@ class TimelineBuilder:
             raise InvalidParameterError(
                 "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
             )
-        generator = strategy.create_generator(unit)._native
-        if generator is None:
-            raise InvalidParameterError(
-                "strategy",
-                "a user Python generator emits on records: "
-                "drive it per channel (floodmark.drive) and merge the streams with "
-                "TimelineBuilder.for_emissions",
-            )
+        generator = strategy.create_generator(unit)._inner
         interval = to_ticks(emit_interval, unit, "emit_interval")
         self._inner = _core._TimelineBuilder(
             generator, _count(num_channels), interval, keep_emissions

@@ -83,4 +83,7 @@ pub(crate) mod kinds {
     pub const CHANNEL: u8 = 0x14;
     /// [`super::TimelineBuilder`].
     pub const TIMELINE_BUILDER: u8 = 0x15;
+    /// A [`super::Channel`] running a user's Python generator (the Python bindings).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub const USER_CHANNEL: u8 = 0x16;
 }
