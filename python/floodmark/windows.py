@@ -29,12 +29,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
+#: The ``timing`` of a result: fired when the watermark passed the window's end, or
+#: fired again by a late record within the allowed lateness.
+ON_TIME, LATE = "on_time", "late"
 Agg = str | tuple[str, str]
 BatchLike = Any  # pyarrow.RecordBatch | pyarrow.Table | pandas.DataFrame
 
@@ -117,6 +121,8 @@ class EventTimeSessionWindows(_Assigner):
 
 
 WindowAssigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeSessionWindows
+#: The assigner classes, for ``isinstance``.
+WINDOW_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, EventTimeSessionWindows)
 
 
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
@@ -346,7 +352,7 @@ class WindowOperator:
         unit: str = "ms",
         arrival: str | None = None,
     ) -> None:
-        if not isinstance(window, _Assigner):
+        if not isinstance(window, WINDOW_ASSIGNERS):
             raise InvalidParameterError(
                 "window",
                 "expected TumblingEventTimeWindows, "
@@ -426,17 +432,19 @@ class WindowOperator:
         self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None
     ) -> WindowOutput:
         results, late_rows, late_wm, dropped_rows, reasons = raw
-        if self._key_types is not None:
-            for i, (name, t) in enumerate(zip(self._keys, self._key_types, strict=True)):
-                if results.column(i).type != t:
-                    field = pa.field(name, t)
-                    results = results.set_column(i, field, results.column(i).cast(t))
         source = batch
         if source is None:
             source = pa.RecordBatch.from_pylist([], schema=self._input_schema)
         late = source.take(late_rows).append_column("watermark", late_wm.cast(pa.int64()))
         dropped = source.take(dropped_rows).append_column("reason", reasons.cast(pa.string()))
-        return WindowOutput(results, late, dropped)
+        return WindowOutput(self._timing(results), late, dropped)
+
+    def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:
+        """The results with the engine's ``timing`` flag (true: a late firing) in
+        words: ``"late"`` or ``"on_time"``."""
+        i = results.schema.get_field_index("timing")
+        words = pc.if_else(results.column(i), LATE, ON_TIME)
+        return results.set_column(i, pa.field("timing", pa.string(), nullable=False), words)
 
     def process(self, batch: BatchLike, watermarks: Any = None) -> WindowOutput:
         """Processes a batch of records with watermark advances positioned inside it.
@@ -465,7 +473,7 @@ class WindowOperator:
         self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
     ) -> WindowOutput:
         native_batch = self._prepare(rb)
-        raw = self._native.process(native_batch, positions, marks, times)
+        raw = self._native.process(native_batch, positions, marks, times, self._key_types or [])
         self._input_schema = rb.schema
         return self._output(raw, rb)
 
@@ -516,7 +524,7 @@ class WindowOperator:
         """
         wm = check_int64(watermark, "watermark")
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.advance(wm, t), None)
+        return self._output(self._native.advance(wm, t, self._key_types or []), None)
 
     def finish(self, time: int | None = None) -> WindowOutput:
         """End of input: the watermark ``MAX`` fires every remaining window.
@@ -525,7 +533,7 @@ class WindowOperator:
             InvalidParameterError: ``time`` is not an int64.
         """
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.finish(t), None)
+        return self._output(self._native.finish(t, self._key_types or []), None)
 
     def snapshot(self) -> bytes:
         """The whole operator state (windows, accumulators, keys, watermark, position)."""

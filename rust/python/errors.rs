@@ -4,9 +4,10 @@
 //!
 //! The errors about a parameter or a column are built from their parts, `(name,
 //! message)`: the Python constructor formats the text exactly as [`Error`]'s
-//! `Display` does and sets `.parameter` / `.column`. An Arrow error building
-//! floodmark's own output is a bug, not the caller's input: `InternalError`
-//! ([`arrow_internal`]).
+//! `Display` does and sets `.parameter` / `.column`. Arrow errors are mapped by whose
+//! fault they are (as delta-rs does): one about the user's column becomes
+//! `InvalidInputError` naming it ([`arrow_input`]); one building floodmark's own
+//! output is a bug, `InternalError` ([`arrow_internal`]).
 
 use arrow_schema::ArrowError;
 use pyo3::exceptions::PyRuntimeError;
@@ -46,6 +47,12 @@ impl From<Error> for PyErr {
             }
         })
     }
+}
+
+/// An Arrow error about the user's column `column` (e.g. values that do not fit the
+/// column's type): `InvalidInputError` naming it.
+pub(crate) fn arrow_input(column: &str, err: &ArrowError) -> PyErr {
+    Error::input(column, err.to_string()).into()
 }
 
 /// An Arrow error while building floodmark's own output (a batch that does not match

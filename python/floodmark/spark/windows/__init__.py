@@ -41,6 +41,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
+from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -220,28 +221,29 @@ def make_window_plan(
 
 def check_window(window: Any, unit: str) -> None:
     """Fail early (before any job) on an invalid window assigner."""
-    try:
-        window.assign_windows(0, unit=unit)
-    except AttributeError:
+    if not isinstance(window, WINDOW_ASSIGNERS):
         raise InvalidParameterError(
             "window",
-            "expected TumblingEventTimeWindows.of(...), "
-            "SlidingEventTimeWindows.of(...) or EventTimeSessionWindows.with_gap(...), "
-            f"got {type(window).__name__}",
-        ) from None
+            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
+            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
+        )
+    try:
+        window.params(unit)
     except InvalidParameterError as err:
         raise InvalidParameterError(
             "window",
-            f"{err} (in whole ticks of the event-time unit "
-            f"{unit!r}: a duration is truncated to it, so one under a tick is 0)",
+            f"{err} (in whole ticks of the event-time unit {unit!r}: a duration is "
+            "truncated to it, so one under a tick is 0)",
         ) from None
 
 
 def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
+    """The results in their output columns and units; the ``REFIRE`` flag, worded
+    once, as ``timing``."""
     from pyspark.sql import functions as F
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
-    timing = F.when(F.col(REFIRE), F.lit("late")).otherwise(F.lit("on_time"))
+    timing = F.when(F.col(REFIRE), F.lit(LATE)).otherwise(F.lit(ON_TIME))
     return results.select(
         *[F.col(quote(k)) for k in plan.keys],
         ev.from_ticks(F.col("window_start")).alias("window_start"),
