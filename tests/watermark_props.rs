@@ -1,12 +1,10 @@
 //! Property tests of the watermark core: valve invariants (against a naive
-//! scan-based valve), monotone generators, snapshot/restore mid-stream, and the
-//! vectorized driver against a naive per-record / per-grid-point simulation.
+//! scan-based valve), monotone generators, snapshot/restore mid-stream. (The
+//! vectorized driver is checked against the naive one in `rust/watermark/driver.rs`.)
 #![allow(clippy::many_single_char_names, clippy::semicolon_if_nothing_returned)]
 
-use floodmark::watermark::driver::ceil_div_for_tests as ceil_div;
 use floodmark::watermark::{
-    drive, BaseGenerator, ChannelOutput, DriveOutput, DriveParams, Emission, EmissionRow,
-    Generator, Multiplexer, MultiplexerStep, Valve, Via,
+    BaseGenerator, Emission, Generator, Multiplexer, MultiplexerStep, Valve, Via,
 };
 use proptest::prelude::*;
 
@@ -143,74 +141,6 @@ fn build(s: &GenSpec) -> Generator {
     }
 }
 
-/// Records: `(event_ts, arrival delta, marker)`.
-fn records() -> impl Strategy<Value = Vec<(i64, i64, Option<i64>)>> {
-    prop::collection::vec(
-        (
-            -100i64..1000,
-            prop_oneof![3 => 0i64..20, 1 => 0i64..2000],
-            prop::option::of(-50i64..1000),
-        ),
-        0..60,
-    )
-}
-
-fn naive_drive(
-    mut gen: Generator,
-    ts: &[i64],
-    arrival: &[i64],
-    marker: &[Option<i64>],
-    p: &DriveParams,
-) -> DriveOutput {
-    let mut out = ChannelOutput::new();
-    let mut rows: Vec<EmissionRow> = Vec::new();
-    let mut i = 0;
-    let feed =
-        |gen: &mut Generator, out: &mut ChannelOutput, r: usize, rows: &mut Vec<EmissionRow>| {
-            let a = arrival[r];
-            gen.on_event(ts[r], marker[r], &mut |e| {
-                out.push(e, &mut |x| {
-                    rows.push(EmissionRow {
-                        time: a,
-                        emission: x,
-                    })
-                });
-            });
-        };
-    for k in ceil_div(p.start, p.interval)..=ceil_div(p.until, p.interval) {
-        let t = k * p.interval;
-        while i < ts.len() && arrival[i] <= t {
-            feed(&mut gen, &mut out, i, &mut rows);
-            i += 1;
-        }
-        gen.on_periodic_emit(t, &mut |e| {
-            out.push(e, &mut |x| {
-                rows.push(EmissionRow {
-                    time: t,
-                    emission: x,
-                })
-            });
-        });
-    }
-    while i < ts.len() {
-        feed(&mut gen, &mut out, i, &mut rows);
-        i += 1;
-    }
-    let record_watermark = arrival
-        .iter()
-        .map(|&a| {
-            rows.iter()
-                .filter(|r| r.time < a)
-                .filter_map(|r| r.emission.watermark())
-                .fold(i64::MIN, i64::max)
-        })
-        .collect();
-    DriveOutput {
-        record_watermark,
-        emissions: rows,
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -334,38 +264,5 @@ proptest! {
         let mut restored = Multiplexer::restore(&first.snapshot()).unwrap();
         got.extend(ops[cut..].iter().map(|&o| step(&mut restored, o)));
         prop_assert_eq!(got, want);
-    }
-
-    #[test]
-    fn driver_matches_naive_simulation(
-        spec in gen_spec(),
-        recs in records(),
-        interval in 1i64..300,
-        start_off in -500i64..500,
-        span in 0i64..5000,
-    ) {
-        let mut ts = Vec::new();
-        let mut arrival = Vec::new();
-        let mut marker = Vec::new();
-        let mut a = start_off;
-        for (t, d, m) in recs {
-            a += d;
-            ts.push(t);
-            arrival.push(a);
-            marker.push(m);
-        }
-        let p = DriveParams { interval, start: start_off, until: start_off + span };
-        let gen = build(&spec);
-        let mut g = gen.clone();
-        let got = drive(&mut g, &mut ChannelOutput::new(), &ts, &arrival, Some(&marker), &p).unwrap();
-        let want = naive_drive(gen, &ts, &arrival, &marker, &p);
-        prop_assert_eq!(&got, &want);
-        let mut last = i64::MIN;
-        for r in &got.emissions {
-            if let Emission::Watermark(w) = r.emission {
-                prop_assert!(w > last);
-                last = w;
-            }
-        }
     }
 }

@@ -11,16 +11,10 @@ The engine is Rust (``floodmark._core``); this package is its Python face:
 
 from floodmark import exceptions
 from floodmark._core import __version__
-from floodmark.strategy import Emission, WatermarkGenerator, WatermarkStrategy
-from floodmark.watermarks import (
-    DriveResult,
-    ListenerEvent,
-    Multiplexer,
-    MultiplexerResult,
-    Valve,
-    combine,
-    drive,
-)
+from floodmark.generator import Emission, UserGenerator, WatermarkGenerator, WatermarkOutput
+from floodmark.strategy import WatermarkStrategy
+from floodmark.valve import ListenerEvent, Multiplexer, MultiplexerResult, Valve, combine
+from floodmark.watermarks import DriveResult, drive
 from floodmark.windows import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
@@ -38,8 +32,10 @@ __all__ = [
     "MultiplexerResult",
     "SlidingEventTimeWindows",
     "TumblingEventTimeWindows",
+    "UserGenerator",
     "Valve",
     "WatermarkGenerator",
+    "WatermarkOutput",
     "WatermarkStrategy",
     "WindowOperator",
     "WindowOutput",

@@ -4,23 +4,53 @@ Every error floodmark raises derives from :class:`FloodmarkError`. Each also der
 from the built-in exception a Python user would expect (``ValueError`` for a bad
 parameter, ``IndexError`` for a channel out of range), so ``except ValueError`` works.
 The native engine raises these same classes (``floodmark._core`` looks them up here).
+
+The errors about a parameter or an input column format themselves, exactly as the
+engine's Rust errors do: ``InvalidParameterError("bound", "must be >= 0, got -1")``
+reads ``invalid parameter `bound`: must be >= 0, got -1`` and names the parameter in
+``.parameter``; :class:`InvalidInputError` and :class:`SchemaError` name the column in
+``.column``.
 """
 
 from __future__ import annotations
+
+import re
 
 
 class FloodmarkError(Exception):
     """Base class of every floodmark error."""
 
 
+def _named(prefix: str, name: str, message: str | None) -> tuple[str, str]:
+    """``(name, text)`` of an error built as ``(name, message)``, or (older call sites)
+    from one finished text, whose name is read back from the text's prefix."""
+    if message is not None:
+        return name, f"{prefix} `{name}`: {message}"
+    found = re.match(rf"{prefix} `([^`]*)`: ", name)
+    return (found.group(1) if found else ""), name
+
+
 class InvalidParameterError(FloodmarkError, ValueError):
     """A parameter is out of range (Flink: ``IllegalArgumentException``).
 
+    Args:
+        parameter: the name of the offending parameter.
+        message: what is wrong and what would be valid.
+
     Attributes:
         parameter: the name of the offending parameter.
+
+    Example:
+        >>> e = InvalidParameterError("bound", "must be >= 0, got -1")
+        >>> str(e)
+        'invalid parameter `bound`: must be >= 0, got -1'
+        >>> e.parameter, isinstance(e, ValueError)
+        ('bound', True)
     """
 
-    parameter: str = ""
+    def __init__(self, parameter: str, message: str | None = None) -> None:
+        self.parameter, text = _named("invalid parameter", parameter, message)
+        super().__init__(text)
 
 
 class ChannelOutOfRangeError(FloodmarkError, IndexError):
@@ -35,15 +65,31 @@ class IllegalStateError(FloodmarkError, RuntimeError):
 class InvalidInputError(FloodmarkError, ValueError):
     """Input data that cannot be processed.
 
+    Args:
+        column: the column or argument holding the bad data.
+        message: what is wrong.
+
     Attributes:
         column: the column or argument holding the bad data.
+
+    Example:
+        >>> e = InvalidInputError("arrival", "must be non-decreasing")
+        >>> str(e), e.column
+        ('invalid input `arrival`: must be non-decreasing', 'arrival')
     """
 
-    column: str = ""
+    def __init__(self, column: str, message: str | None = None) -> None:
+        self.column, text = _named("invalid input", column, message)
+        super().__init__(text)
 
 
 class SchemaError(InvalidInputError):
-    """A DataFrame column is missing or has a type floodmark cannot use."""
+    """A DataFrame column is missing or has a type floodmark cannot use.
+
+    Example:
+        >>> str(SchemaError("ts", "missing column"))
+        'invalid input `ts`: missing column'
+    """
 
 
 class ExecutorEnvironmentError(FloodmarkError, RuntimeError):
@@ -65,20 +111,9 @@ class SnapshotError(FloodmarkError, ValueError):
     """A snapshot that cannot be restored (corrupt, truncated, or of another object)."""
 
 
-def param_error(parameter: str, message: str) -> InvalidParameterError:
-    """An :class:`InvalidParameterError` with the message ``message`` whose
-    ``parameter`` names the parameter."""
-    e = InvalidParameterError(message)
-    e.parameter = parameter
-    return e
-
-
-def input_error(column: str, message: str) -> InvalidInputError:
-    """An :class:`InvalidInputError` whose ``column`` names the column or argument; the
-    message is ``invalid input `column`: message``."""
-    e = InvalidInputError(f"invalid input `{column}`: {message}")
-    e.column = column
-    return e
+class InternalError(FloodmarkError, RuntimeError):
+    """A bug in floodmark, not in the caller's input (e.g. an output batch the engine
+    built does not match its own schema). Please report it."""
 
 
 __all__ = [
@@ -86,6 +121,7 @@ __all__ = [
     "ExecutorEnvironmentError",
     "FloodmarkError",
     "IllegalStateError",
+    "InternalError",
     "InvalidInputError",
     "InvalidParameterError",
     "SchemaError",

@@ -182,8 +182,8 @@ def replay(
     ev = event_time or strategy.timestamp_column
     if ev is None:
         raise InvalidParameterError(
-            "invalid parameter `event_time`: name the event-time column (event_time=, or "
-            "strategy.with_timestamp_assigner)"
+            "event_time",
+            "name the event-time column (event_time=, or strategy.with_timestamp_assigner)",
         )
     keys = [key] if isinstance(key, str) else list(key)
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)

@@ -3,83 +3,25 @@
 A :class:`WatermarkStrategy` describes a watermark generator (bounded
 out-of-orderness, monotonous, punctuated, processing-time lag, none, or a user Python
 generator), optionally with idleness detection and a timestamp column. It creates
-generator objects with :meth:`WatermarkStrategy.create_generator`, and
-:func:`floodmark.watermarks.drive` runs it over whole arrays.
+generator objects (:mod:`floodmark.generator`) with
+:meth:`WatermarkStrategy.create_generator`, and :func:`floodmark.drive` runs it over
+whole arrays.
 """
 
 from __future__ import annotations
 
-import pickle
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
-from floodmark import _core
-from floodmark.exceptions import SnapshotError, param_error
-from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
+from floodmark.exceptions import InvalidParameterError
+from floodmark.generator import UserGenerator, WatermarkGenerator
+from floodmark.time import Duration, as_int
 
 Kind = Literal[
     "bounded_out_of_orderness", "punctuated", "processing_time_lag", "no_watermarks", "python"
 ]
-EmissionKind = Literal["watermark", "idle", "active"]
-
-
-@dataclass(frozen=True)
-class Emission:
-    """One thing a generator, an output or a valve emitted.
-
-    Attributes:
-        kind: ``"watermark"``, ``"idle"`` or ``"active"``.
-        watermark: the watermark in ticks for ``"watermark"``, else ``None``.
-    """
-
-    kind: EmissionKind
-    watermark: int | None = None
-
-
-def _emissions(raw: list[tuple[str, int | None]]) -> list[Emission]:
-    return [Emission(k, w) for k, w in raw]  # type: ignore[arg-type]
-
-
-class WatermarkOutput(Protocol):
-    """What a user generator writes to (Flink's ``WatermarkOutput``)."""
-
-    def emit_watermark(self, ts: int) -> None:
-        """Emits a watermark of ``ts`` ticks."""
-
-    def mark_idle(self) -> None:
-        """Marks the stream idle."""
-
-    def mark_active(self) -> None:
-        """Marks the stream active."""
-
-
-class UserGenerator(Protocol):
-    """A user watermark generator (Flink's ``WatermarkGenerator``)."""
-
-    def on_event(self, timestamp: int, output: WatermarkOutput) -> None:
-        """Called for every record, with its event timestamp in ticks."""
-
-    def on_periodic_emit(self, output: WatermarkOutput) -> None:
-        """Called periodically (every emit interval)."""
-
-
-class _Collector:
-    """The :class:`WatermarkOutput` handed to user generators: it records the calls."""
-
-    def __init__(self) -> None:
-        self.out: list[Emission] = []
-
-    def emit_watermark(self, ts: int) -> None:
-        self.out.append(Emission("watermark", check_int64(ts, "ts")))
-
-    def mark_idle(self) -> None:
-        self.out.append(Emission("idle"))
-
-    def mark_active(self) -> None:
-        self.out.append(Emission("active"))
 
 
 def _check_duration(value: object, parameter: str, *, positive: bool) -> Duration:
@@ -87,249 +29,24 @@ def _check_duration(value: object, parameter: str, *, positive: bool) -> Duratio
     if whole is not None:
         value = whole
     elif not isinstance(value, timedelta):
-        raise param_error(
+        raise InvalidParameterError(
             parameter,
-            f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
-            f"ticks, got {type(value).__name__}",
+            f"expected a datetime.timedelta or an int of ticks, got {type(value).__name__}",
         )
     zero: Duration = timedelta(0) if isinstance(value, timedelta) else 0
     if value < zero or (positive and value == zero):  # type: ignore[operator]
         need = "greater than zero" if positive else ">= 0"
-        raise param_error(
-            parameter, f"invalid parameter `{parameter}`: must be {need}, got {value!r}"
-        )
+        raise InvalidParameterError(parameter, f"must be {need}, got {value!r}")
     return value
 
 
 def _check_column(value: object, parameter: str) -> str:
     if not isinstance(value, str) or not value:
-        raise param_error(
+        raise InvalidParameterError(
             parameter,
-            f"invalid parameter `{parameter}`: expected a non-empty column name, got {value!r}",
+            f"expected a non-empty column name, got {value!r}",
         )
     return value
-
-
-class WatermarkGenerator:
-    """A live watermark generator created by :meth:`WatermarkStrategy.create_generator`.
-
-    Every call returns what the generator emitted, in order. ``now`` is the
-    processing-time clock in ticks; only idleness and processing-time lag read it.
-    """
-
-    def __init__(self, strategy: WatermarkStrategy, unit: str) -> None:
-        self._strategy = strategy
-        self._unit = check_unit(unit)
-        self._needs_clock = strategy.kind == "processing_time_lag" or (
-            strategy.idle_timeout is not None
-        )
-        idle = (
-            None
-            if strategy.idle_timeout is None
-            else to_ticks(strategy.idle_timeout, unit, "idle_timeout")
-        )
-        if idle is not None and idle <= 0:
-            raise param_error(
-                "idle_timeout",
-                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is 0 ticks of "
-                f"unit {unit!r}; it must be greater than zero",
-            )
-        self._native: _core._Generator | None = None
-        self._python: _PythonGenerator | None = None
-        if strategy.kind == "python":
-            assert strategy.factory is not None
-            self._python = _PythonGenerator(strategy.factory(), idle)
-        else:
-            param = 0
-            if strategy.bound is not None:
-                param = to_ticks(strategy.bound, unit, "bound")
-            elif strategy.lag is not None:
-                param = to_ticks(strategy.lag, unit, "lag")
-            self._native = _core._Generator(strategy.kind, param, idle)
-
-    @property
-    def strategy(self) -> WatermarkStrategy:
-        """The strategy this generator was created from."""
-        return self._strategy
-
-    @property
-    def unit(self) -> str:
-        """The tick unit of timestamps and of the clock."""
-        return self._unit
-
-    def on_event(self, timestamp: int, marker: int | None = None) -> list[Emission]:
-        """Feeds one record (Flink's ``onEvent``).
-
-        Args:
-            timestamp: the record's event time in ticks.
-            marker: for punctuated generators, the watermark the record carries.
-
-        Returns:
-            What the generator emitted (only punctuated and user generators emit here).
-        """
-        timestamp = check_int64(timestamp, "timestamp")
-        if marker is not None:
-            marker = check_int64(marker, "marker")
-        if self._native is not None:
-            return _emissions(self._native.on_event(timestamp, marker))
-        assert self._python is not None
-        return self._python.on_event(timestamp)
-
-    def on_periodic_emit(self, now: int | None = None) -> list[Emission]:
-        """Flink's ``onPeriodicEmit`` with the clock reading ``now`` ticks.
-
-        Raises:
-            InvalidParameterError: ``now`` is missing but the generator needs the clock.
-        """
-        if now is None:
-            if self._needs_clock:
-                raise param_error(
-                    "now",
-                    "invalid parameter `now`: this generator reads the clock "
-                    "(idleness or processing-time lag); pass now=<ticks>",
-                )
-            now = 0
-        now = check_int64(now, "now")
-        if self._native is not None:
-            return _emissions(self._native.on_periodic_emit(now))
-        assert self._python is not None
-        return self._python.on_periodic_emit(now)
-
-    @property
-    def _last_grid(self) -> int | None:
-        """The last grid time :func:`~floodmark.watermarks.drive` ran this generator to
-        (``None`` before any); part of the snapshot."""
-        if self._native is not None:
-            return self._native.last_grid
-        assert self._python is not None
-        return self._python.last_grid
-
-    @_last_grid.setter
-    def _last_grid(self, value: int | None) -> None:
-        if self._native is not None:
-            self._native.last_grid = value
-        else:
-            assert self._python is not None
-            self._python.last_grid = value
-
-    def snapshot(self) -> bytes:
-        """The generator's state as bytes, including the output state and the last
-        grid time that :func:`~floodmark.watermarks.drive` continues from (user
-        generators are pickled), with a checksum."""
-        if self._native is not None:
-            return self._native.snapshot()
-        assert self._python is not None
-        return self._python.snapshot()
-
-    def restore(self, data: bytes) -> None:
-        """Restores a state taken by :meth:`snapshot` of a generator of the same
-        strategy (kind, bound or lag, idleness timeout; for a user generator, the
-        timeout and the generator's class).
-
-        Raises:
-            SnapshotError: ``data`` is corrupt, or a snapshot of another kind of object
-                or of a generator of another configuration (the message says which).
-        """
-        if self._native is not None:
-            self._native.restore(data)
-        else:
-            assert self._python is not None
-            self._python.restore(data)
-
-    def __repr__(self) -> str:
-        return f"WatermarkGenerator({self._strategy!r}, unit={self._unit!r})"
-
-
-_PY_MAGIC = b"FMKPY2"
-
-
-class _PythonGenerator:
-    """A user generator with Flink's ``WatermarksWithIdleness`` timer, in Python."""
-
-    def __init__(self, user: UserGenerator, idle_timeout: int | None) -> None:
-        for method in ("on_event", "on_periodic_emit"):
-            if not callable(getattr(user, method, None)):
-                raise param_error(
-                    "factory",
-                    f"invalid parameter `factory`: the generator it returned has no "
-                    f"`{method}` method",
-                )
-        self.user = user
-        self.timeout = idle_timeout
-        self.counter = 0
-        self.last_counter = 0
-        self.start = 0
-        self.idle_now = False
-        # The output filter state `drive` continues from (WatermarkToDataOutput).
-        self.out_max = -(2**63)
-        self.out_idle = False
-        self.last_grid: int | None = None
-
-    def on_event(self, timestamp: int) -> list[Emission]:
-        out = _Collector()
-        self.user.on_event(timestamp, out)
-        self.counter += 1
-        return out.out
-
-    def _check_if_idle(self, now: int) -> bool:
-        assert self.timeout is not None
-        if self.counter != self.last_counter:
-            self.last_counter = self.counter
-            self.start = 0
-            return False
-        if self.start == 0:
-            self.start = now
-            return False
-        diff = (now - self.start + 2**63) % 2**64 - 2**63  # Java long subtraction
-        return diff > self.timeout
-
-    def on_periodic_emit(self, now: int) -> list[Emission]:
-        out = _Collector()
-        if self.timeout is not None and self._check_if_idle(now):
-            if not self.idle_now:
-                self.idle_now = True
-                out.mark_idle()
-            return out.out
-        self.idle_now = False
-        self.user.on_periodic_emit(out)
-        return out.out
-
-    #: The state a snapshot holds, after the idle timeout and the user generator.
-    _STATE = ("counter", "last_counter", "start", "idle_now", "out_max", "out_idle", "last_grid")
-
-    def snapshot(self) -> bytes:
-        """``FMKPY2``, the CRC-32 of the pickle (4 bytes, little-endian), the pickle of
-        the idle timeout, the user generator and the state."""
-        state = (self.timeout, self.user, *(getattr(self, name) for name in self._STATE))
-        body = pickle.dumps(state)
-        return _PY_MAGIC + zlib.crc32(body).to_bytes(4, "little") + body
-
-    def restore(self, data: bytes) -> None:
-        if not data.startswith(_PY_MAGIC):
-            raise SnapshotError("cannot restore snapshot: not a Python generator snapshot")
-        head = len(_PY_MAGIC) + 4
-        body = data[head:]
-        if (
-            len(data) < head
-            or zlib.crc32(body).to_bytes(4, "little") != data[len(_PY_MAGIC) : head]
-        ):
-            raise SnapshotError(
-                "cannot restore snapshot: the snapshot is corrupt or truncated (checksum mismatch)"
-            )
-        try:
-            timeout, user, *rest = pickle.loads(body)
-            state = dict(zip(self._STATE, rest, strict=True))
-        except Exception as e:  # a pickle of another version can raise nearly anything
-            raise SnapshotError(f"cannot restore snapshot: {e}") from e
-        if timeout != self.timeout or type(user) is not type(self.user):
-            raise SnapshotError(
-                "cannot restore snapshot: the snapshot was taken from a generator "
-                f"{type(user).__name__} with idle timeout {timeout}, this one is "
-                f"{type(self.user).__name__} with idle timeout {self.timeout}"
-            )
-        self.user = user
-        for name, value in state.items():
-            setattr(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -404,17 +121,18 @@ class WatermarkStrategy:
     @classmethod
     def for_generator(cls, factory: Callable[[], UserGenerator]) -> WatermarkStrategy:
         """A user generator: ``factory()`` returns an object with
-        ``on_event(timestamp, output)`` and ``on_periodic_emit(output)``. Runs in
-        Python (slower), with the same driver semantics.
+        ``on_event(timestamp, output)`` and ``on_periodic_emit(output)`` (see
+        :class:`~floodmark.generator.UserGenerator`). The engine's driver and
+        idleness timer run it, calling back into Python for each record and periodic
+        emission (slower than a built-in generator); its snapshots pickle the object.
 
         Raises:
             InvalidParameterError: ``factory`` is not callable.
         """
         if not callable(factory):
-            raise param_error(
+            raise InvalidParameterError(
                 "factory",
-                f"invalid parameter `factory`: expected a zero-argument callable, "
-                f"got {type(factory).__name__}",
+                f"expected a zero-argument callable, got {type(factory).__name__}",
             )
         return cls(_Spec("python", factory=factory))
 
@@ -515,10 +233,4 @@ class WatermarkStrategy:
         return text
 
 
-__all__ = [
-    "Emission",
-    "UserGenerator",
-    "WatermarkGenerator",
-    "WatermarkOutput",
-    "WatermarkStrategy",
-]
+__all__ = ["WatermarkStrategy"]

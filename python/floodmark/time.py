@@ -11,7 +11,7 @@ import operator
 from datetime import timedelta
 from typing import Literal
 
-from floodmark.exceptions import input_error, param_error
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 
 Unit = Literal["s", "ms", "us", "ns"]
 Duration = timedelta | int
@@ -25,10 +25,8 @@ I64_MAX = 2**63 - 1
 def check_unit(unit: str, parameter: str = "unit") -> Unit:
     """Return ``unit`` if it is one of ``s, ms, us, ns``; raise otherwise."""
     if not isinstance(unit, str) or unit not in TICKS_PER_SECOND:
-        raise param_error(
-            parameter,
-            f"invalid parameter `{parameter}`: {unit!r} is not a time unit; "
-            "use one of 's', 'ms', 'us', 'ns'",
+        raise InvalidParameterError(
+            parameter, f"{unit!r} is not a time unit; use one of 's', 'ms', 'us', 'ns'"
         )
     return unit  # type: ignore[return-value]
 
@@ -62,8 +60,8 @@ def check_int64(value: object, name: str, *, column: bool = False) -> int:
     else:
         problem = f"{v} is outside the 64-bit range -2**63 .. 2**63 - 1"
     if column:
-        raise input_error(name, problem)
-    raise param_error(name, f"invalid parameter `{name}`: {problem}")
+        raise InvalidInputError(name, problem)
+    raise InvalidParameterError(name, problem)
 
 
 def to_ticks(value: Duration, unit: str, parameter: str) -> int:
@@ -86,10 +84,9 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     check_unit(unit)
     whole = as_int(value)
     if whole is None and not isinstance(value, timedelta):
-        raise param_error(
+        raise InvalidParameterError(
             parameter,
-            f"invalid parameter `{parameter}`: expected a datetime.timedelta or an int of "
-            f"ticks, got {type(value).__name__}",
+            f"expected a datetime.timedelta or an int of ticks, got {type(value).__name__}",
         )
     if whole is not None:
         ticks = whole

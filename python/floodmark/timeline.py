@@ -24,10 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
+from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.watermarks import to_int64_array
 
 
 class InForce(NamedTuple):
@@ -86,8 +86,7 @@ def strategy_in_ticks(
     """
     if not isinstance(strategy, WatermarkStrategy):
         raise InvalidParameterError(
-            "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
-            f"got {type(strategy).__name__}"
+            "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
         )
     kind = strategy.kind
     resolved: WatermarkStrategy
@@ -99,9 +98,10 @@ def strategy_in_ticks(
     elif kind == "processing_time_lag":
         if event_unit != arrival_unit:
             raise InvalidParameterError(
-                "invalid parameter `strategy`: a processing-time-lag watermark compares "
+                "strategy",
+                "a processing-time-lag watermark compares "
                 "arrival time with event time, so both columns need the same unit "
-                f"(got event time in {event_unit}, arrival in {arrival_unit})"
+                f"(got event time in {event_unit}, arrival in {arrival_unit})",
             )
         assert strategy.lag is not None
         resolved = WatermarkStrategy.for_processing_time_lag(
@@ -119,8 +119,9 @@ def strategy_in_ticks(
         idle = to_ticks(strategy.idle_timeout, arrival_unit, "idle_timeout")
         if idle == 0 and strategy.idle_timeout:
             raise InvalidParameterError(
-                f"invalid parameter `idle_timeout`: {strategy.idle_timeout!r} is less than one "
-                f"tick of the arrival column's unit ({arrival_unit!r}); give a longer timeout"
+                "idle_timeout",
+                f"{strategy.idle_timeout!r} is less than one "
+                f"tick of the arrival column's unit ({arrival_unit!r}); give a longer timeout",
             )
         resolved = resolved.with_idleness(idle)
     if strategy.timestamp_column is not None:
@@ -170,16 +171,9 @@ class TimelineBuilder:
     ) -> None:
         if not isinstance(strategy, WatermarkStrategy):
             raise InvalidParameterError(
-                "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
-                f"got {type(strategy).__name__}"
+                "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
             )
-        generator = strategy.create_generator(unit)._native
-        if generator is None:
-            raise InvalidParameterError(
-                "invalid parameter `strategy`: a user Python generator emits on records: "
-                "drive it per channel (floodmark.drive) and merge the streams with "
-                "TimelineBuilder.for_emissions"
-            )
+        generator = strategy.create_generator(unit)._inner
         interval = to_ticks(emit_interval, unit, "emit_interval")
         self._inner = _core._TimelineBuilder(
             generator, _count(num_channels), interval, keep_emissions
@@ -324,9 +318,7 @@ def _count(num_channels: object) -> int:
     except (AttributeError, TypeError):
         n = None
     if n is None or n < 0:
-        raise InvalidParameterError(
-            f"invalid parameter `num_channels`: expected an int >= 0, got {num_channels!r}"
-        )
+        raise InvalidParameterError("num_channels", f"expected an int >= 0, got {num_channels!r}")
     return n
 
 

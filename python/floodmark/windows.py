@@ -29,12 +29,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.exceptions import InvalidParameterError, SchemaError, input_error
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 
 AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
+#: The ``timing`` of a result: fired when the watermark passed the window's end, or
+#: fired again by a late record within the allowed lateness.
+ON_TIME, LATE = "on_time", "late"
 Agg = str | tuple[str, str]
 BatchLike = Any  # pyarrow.RecordBatch | pyarrow.Table | pandas.DataFrame
 
@@ -117,6 +121,8 @@ class EventTimeSessionWindows(_Assigner):
 
 
 WindowAssigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeSessionWindows
+#: The assigner classes, for ``isinstance``.
+WINDOW_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, EventTimeSessionWindows)
 
 
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
@@ -181,8 +187,8 @@ def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | N
             or not isinstance(agg[1], str)
         ):
             raise InvalidParameterError(
-                f"invalid parameter `aggs`: {agg!r} is not 'count' or (fn, column) with fn in "
-                f"{', '.join(AGG_FUNCTIONS)}"
+                "aggs",
+                f"{agg!r} is not 'count' or (fn, column) with fn in {', '.join(AGG_FUNCTIONS)}",
             )
         fn, column = agg
         if column not in value_names:
@@ -190,9 +196,9 @@ def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | N
         specs.append((fn, value_names.index(column)))
         names.append(f"{fn}_{column}")
     if not specs:
-        raise InvalidParameterError("invalid parameter `aggs`: at least one aggregate is needed")
+        raise InvalidParameterError("aggs", "at least one aggregate is needed")
     if len(set(names)) != len(names):
-        raise InvalidParameterError(f"invalid parameter `aggs`: duplicate aggregates {names}")
+        raise InvalidParameterError("aggs", f"duplicate aggregates {names}")
     return value_names, specs, names
 
 
@@ -213,8 +219,9 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     if type(batch).__name__ == "DataFrame":
         return [pa.RecordBatch.from_pandas(batch, preserve_index=False)]
     raise SchemaError(
-        f"invalid input `batch`: expected a pyarrow RecordBatch or Table or a pandas "
-        f"DataFrame, got {type(batch).__name__}"
+        "batch",
+        f"expected a pyarrow RecordBatch or Table or a pandas "
+        f"DataFrame, got {type(batch).__name__}",
     )
 
 
@@ -225,7 +232,7 @@ def _time_column(arr: pa.Array, name: str, unit: str) -> pa.Array:
         return arr.cast(pa.timestamp(unit, tz=t.tz), safe=False).cast(pa.int64())
     if pa.types.is_integer(t) and t != pa.uint64():
         return arr.cast(pa.int64())
-    raise SchemaError(f"invalid input `{name}`: expected an integer or timestamp column, got {t}")
+    raise SchemaError(name, f"expected an integer or timestamp column, got {t}")
 
 
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
@@ -236,7 +243,7 @@ def _key_column(arr: pa.Array, name: str) -> pa.Array:
         return arr
     if pa.types.is_dictionary(t) and pa.types.is_string(t.value_type):
         return arr.cast(pa.string())
-    raise SchemaError(f"invalid input `{name}`: key columns must be integer or string, got {t}")
+    raise SchemaError(name, f"key columns must be integer or string, got {t}")
 
 
 def _value_column(arr: pa.Array, name: str) -> pa.Array:
@@ -245,13 +252,13 @@ def _value_column(arr: pa.Array, name: str) -> pa.Array:
         return arr.cast(pa.int64())
     if pa.types.is_floating(t):
         return arr.cast(pa.float64())
-    raise SchemaError(f"invalid input `{name}`: value columns must be integer or float, got {t}")
+    raise SchemaError(name, f"value columns must be integer or float, got {t}")
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     index = batch.schema.get_field_index(name)
     if index < 0:
-        raise SchemaError(f"invalid input `{name}`: missing column (have {batch.schema.names})")
+        raise SchemaError(name, f"missing column (have {batch.schema.names})")
     return batch.column(index)
 
 
@@ -263,7 +270,7 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     """
     combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
     if len(combined) > 1:
-        raise input_error(
+        raise InvalidInputError(
             "batch",
             "the outputs of this call do not fit one record batch (a column over 2 GiB); "
             "the state is unchanged: pass the table in smaller parts",
@@ -296,17 +303,18 @@ def _advances(watermarks: Any) -> tuple[list[int], list[int], list[int | None]]:
         cols = {str(k): watermarks[k] for k in watermarks.columns}
     else:
         raise SchemaError(
-            "invalid input `watermarks`: expected None, a mapping or a RecordBatch with "
-            f"columns position, watermark[, time]; got {type(watermarks).__name__}"
+            "watermarks",
+            "expected None, a mapping or a RecordBatch with "
+            f"columns position, watermark[, time]; got {type(watermarks).__name__}",
         )
     for name in ("position", "watermark"):
         if name not in cols:
-            raise SchemaError(f"invalid input `{name}`: missing column in watermarks")
+            raise SchemaError(name, "missing column in watermarks")
     positions = _ints(cols["position"], "position")
     marks = _ints(cols["watermark"], "watermark")
     times = _ints(cols.get("time", [None] * len(positions)), "time", nullable=True)
     if not len(positions) == len(marks) == len(times):
-        raise SchemaError("invalid input `watermarks`: columns have different lengths")
+        raise SchemaError("watermarks", "columns have different lengths")
     return positions, marks, times
 
 
@@ -344,15 +352,16 @@ class WindowOperator:
         unit: str = "ms",
         arrival: str | None = None,
     ) -> None:
-        if not isinstance(window, _Assigner):
+        if not isinstance(window, WINDOW_ASSIGNERS):
             raise InvalidParameterError(
-                "invalid parameter `window`: expected TumblingEventTimeWindows, "
-                "SlidingEventTimeWindows or EventTimeSessionWindows"
+                "window",
+                "expected TumblingEventTimeWindows, "
+                "SlidingEventTimeWindows or EventTimeSessionWindows",
             )
         self._unit = check_unit(unit)
         self._keys = [key] if isinstance(key, str) else list(key)
         if not self._keys or not all(isinstance(k, str) for k in self._keys):
-            raise InvalidParameterError("invalid parameter `key`: give one or more column names")
+            raise InvalidParameterError("key", "give one or more column names")
         self._event_time = event_time
         self._arrival = arrival
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
@@ -389,12 +398,11 @@ class WindowOperator:
     def _prepare(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         for added in ("watermark", "reason"):
             if added in batch.schema.names:
-                err = SchemaError(
-                    f"invalid input `{added}`: the input has a column {added!r}, which the "
-                    "late/dropped outputs add; rename it first"
+                raise SchemaError(
+                    added,
+                    f"the input has a column {added!r}, which the late/dropped outputs add; "
+                    "rename it first",
                 )
-                err.column = added
-                raise err
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []
@@ -407,8 +415,7 @@ class WindowOperator:
             self._key_types = key_types
         elif key_types != self._key_types:
             raise SchemaError(
-                f"invalid input `{self._keys[0]}`: key column types changed from "
-                f"{self._key_types} to {key_types}"
+                self._keys[0], f"key column types changed from {self._key_types} to {key_types}"
             )
         arrays.append(_time_column(_column(batch, self._event_time), self._event_time, self._unit))
         names.append(self._event_time)
@@ -425,17 +432,19 @@ class WindowOperator:
         self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None
     ) -> WindowOutput:
         results, late_rows, late_wm, dropped_rows, reasons = raw
-        if self._key_types is not None:
-            for i, (name, t) in enumerate(zip(self._keys, self._key_types, strict=True)):
-                if results.column(i).type != t:
-                    field = pa.field(name, t)
-                    results = results.set_column(i, field, results.column(i).cast(t))
         source = batch
         if source is None:
             source = pa.RecordBatch.from_pylist([], schema=self._input_schema)
         late = source.take(late_rows).append_column("watermark", late_wm.cast(pa.int64()))
         dropped = source.take(dropped_rows).append_column("reason", reasons.cast(pa.string()))
-        return WindowOutput(results, late, dropped)
+        return WindowOutput(self._timing(results), late, dropped)
+
+    def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:
+        """The results with the engine's ``timing`` flag (true: a late firing) in
+        words: ``"late"`` or ``"on_time"``."""
+        i = results.schema.get_field_index("timing")
+        words = pc.if_else(results.column(i), LATE, ON_TIME)
+        return results.set_column(i, pa.field("timing", pa.string(), nullable=False), words)
 
     def process(self, batch: BatchLike, watermarks: Any = None) -> WindowOutput:
         """Processes a batch of records with watermark advances positioned inside it.
@@ -464,7 +473,7 @@ class WindowOperator:
         self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
     ) -> WindowOutput:
         native_batch = self._prepare(rb)
-        raw = self._native.process(native_batch, positions, marks, times)
+        raw = self._native.process(native_batch, positions, marks, times, self._key_types or [])
         self._input_schema = rb.schema
         return self._output(raw, rb)
 
@@ -482,7 +491,7 @@ class WindowOperator:
         total = sum(p.num_rows for p in parts)
         ordered = all(a <= b for a, b in itertools.pairwise(positions))
         if not ordered or any(not 0 <= p <= total for p in positions):
-            raise input_error(
+            raise InvalidInputError(
                 "position",
                 f"advance positions must be non-decreasing and within 0..={total}, got {positions}",
             )
@@ -515,7 +524,7 @@ class WindowOperator:
         """
         wm = check_int64(watermark, "watermark")
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.advance(wm, t), None)
+        return self._output(self._native.advance(wm, t, self._key_types or []), None)
 
     def finish(self, time: int | None = None) -> WindowOutput:
         """End of input: the watermark ``MAX`` fires every remaining window.
@@ -524,7 +533,7 @@ class WindowOperator:
             InvalidParameterError: ``time`` is not an int64.
         """
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.finish(t), None)
+        return self._output(self._native.finish(t, self._key_types or []), None)
 
     def snapshot(self) -> bytes:
         """The whole operator state (windows, accumulators, keys, watermark, position)."""

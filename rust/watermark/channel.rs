@@ -5,15 +5,17 @@ use crate::error::Result;
 use crate::snapshot::{Reader, Writer};
 
 use super::driver::{drive, DriveOutput, DriveParams};
+use super::generator::{BaseGenerator, WatermarkGenerator};
 use super::kinds;
 use super::output::ChannelOutput;
 use super::strategy::Generator;
 
-/// A generator and its [`ChannelOutput`]: the whole state of one channel.
+/// A generator and its [`ChannelOutput`]: the whole state of one channel. `Channel`
+/// alone runs the built-in generator; the Python bindings run a user's generator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Channel {
+pub struct Channel<B = BaseGenerator> {
     /// The watermark generator.
-    pub generator: Generator,
+    pub generator: Generator<B>,
     /// The output filter (largest watermark so far, idle flag).
     pub output: ChannelOutput,
     /// The last grid time a driver ran the channel to (a continued stream must start
@@ -21,9 +23,9 @@ pub struct Channel {
     pub last_grid: Option<i64>,
 }
 
-impl Channel {
+impl<B> Channel<B> {
     /// A channel with a fresh output.
-    pub fn new(generator: Generator) -> Self {
+    pub fn new(generator: Generator<B>) -> Self {
         Self {
             generator,
             output: ChannelOutput::new(),
@@ -31,18 +33,45 @@ impl Channel {
         }
     }
 
+    /// The channel's state after a snapshot header, the base generator's by `base`.
+    pub(crate) fn write_with(&self, w: &mut Writer, base: impl FnOnce(&B, &mut Writer)) {
+        self.generator.write_with(w, base);
+        self.output.write(w);
+        w.bool(self.last_grid.is_some())
+            .i64(self.last_grid.unwrap_or(0));
+    }
+
+    /// Reads what [`Self::write_with`] wrote, the base generator by `base`.
+    pub(crate) fn read_with(
+        r: &mut Reader<'_>,
+        base: impl FnOnce(&mut Reader<'_>) -> Result<B>,
+    ) -> Result<Self> {
+        let generator = Generator::read_with(r, base)?;
+        let output = ChannelOutput::read(r)?;
+        let some = r.bool()?;
+        let last_grid = r.i64()?;
+        Ok(Self {
+            generator,
+            output,
+            last_grid: some.then_some(last_grid),
+        })
+    }
+}
+
+impl<B: WatermarkGenerator> Channel<B> {
     /// Drives the next batch of records (see [`super::driver`]); the state carries
     /// over to the next call.
     ///
     /// # Errors
-    /// As [`super::drive`]. On error the state is left unchanged.
+    /// As [`super::drive`]. On an error in the inputs the state is left unchanged; on
+    /// the generator's own error, it is the state at the failing call.
     pub fn drive(
         &mut self,
         event_ts: &[i64],
         arrival: &[i64],
         marker: Option<&[Option<i64>]>,
         params: &DriveParams,
-    ) -> Result<DriveOutput> {
+    ) -> std::result::Result<DriveOutput, B::Error> {
         drive(
             &mut self.generator,
             &mut self.output,
@@ -52,14 +81,13 @@ impl Channel {
             params,
         )
     }
+}
 
+impl Channel {
     /// The channel's state as snapshot bytes.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut w = Writer::new(kinds::CHANNEL);
-        self.generator.write(&mut w);
-        self.output.write(&mut w);
-        w.bool(self.last_grid.is_some())
-            .i64(self.last_grid.unwrap_or(0));
+        self.write_with(&mut w, BaseGenerator::write);
         w.finish()
     }
 
@@ -69,16 +97,9 @@ impl Channel {
     /// [`crate::Error::Snapshot`] if the bytes are not a channel snapshot.
     pub fn restore(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, kinds::CHANNEL)?;
-        let generator = Generator::read(&mut r)?;
-        let output = ChannelOutput::read(&mut r)?;
-        let some = r.bool()?;
-        let last_grid = r.i64()?;
+        let channel = Self::read_with(&mut r, BaseGenerator::read)?;
         r.finish()?;
-        Ok(Self {
-            generator,
-            output,
-            last_grid: some.then_some(last_grid),
-        })
+        Ok(channel)
     }
 }
 

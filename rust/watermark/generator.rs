@@ -1,10 +1,77 @@
 //! The base watermark generators of Flink's `WatermarkStrategy` (section 1 of
-//! `SEMANTICS.md`), without idleness (see [`super::idleness`]).
+//! `SEMANTICS.md`), without idleness (see [`super::idleness`]), and
+//! [`WatermarkGenerator`], the interface the driver calls them through.
 
 use crate::error::{Error, Result};
 use crate::snapshot::{Reader, Writer};
 
 use super::Emission;
+
+/// Flink's `WatermarkGenerator` interface (`onEvent`, `onPeriodicEmit`): what a
+/// [`Generator`](super::Generator) decorates with idleness and
+/// [`drive`](super::drive) runs. Implemented by [`BaseGenerator`] and, in the Python
+/// bindings, by a user's Python generator; the driver is monomorphized for each, so
+/// the built-in generators pay nothing for it.
+///
+/// A call that fails returns its error, and the driver stops there and returns it (a
+/// Python user generator's exception reaches the caller unchanged).
+pub trait WatermarkGenerator {
+    /// What a failing call returns, and what the driver reports its own errors as
+    /// (the built-in generators never fail: theirs is the crate's [`Error`]).
+    type Error: From<Error>;
+
+    /// Flink's `onEvent`: a record with event time `ts`; `marker` is the watermark a
+    /// punctuated record carries, if any.
+    ///
+    /// # Errors
+    /// Whatever the generator fails with.
+    fn on_event(
+        &mut self,
+        ts: i64,
+        marker: Option<i64>,
+        out: &mut impl FnMut(Emission),
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Flink's `onPeriodicEmit`, with the processing-time clock reading `now`.
+    ///
+    /// # Errors
+    /// Whatever the generator fails with.
+    fn on_periodic_emit(
+        &mut self,
+        now: i64,
+        out: &mut impl FnMut(Emission),
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// True if events never emit, so that the driver may [`Self::absorb`] a run of
+    /// them at once and give them all the same watermark.
+    fn events_are_silent(&self) -> bool {
+        false
+    }
+
+    /// True if a periodic call with no event since the previous periodic call emits
+    /// the same thing again, so that the driver may skip it. Otherwise the driver
+    /// makes every periodic call of the grid.
+    fn periodic_is_stable(&self) -> bool {
+        false
+    }
+
+    /// The same as `on_event(t, None, ...)` for each `t` in `ts`, for generators whose
+    /// events are silent (the built-in ones do it without a call per event).
+    ///
+    /// # Errors
+    /// Whatever the generator fails with.
+    fn absorb(&mut self, ts: &[i64]) -> std::result::Result<(), Self::Error> {
+        for &t in ts {
+            self.on_event(t, None, &mut |_| {})?;
+        }
+        Ok(())
+    }
+
+    /// The generator's configuration (its kind and parameters, not its state), as the
+    /// Python strategy would spell it, e.g. `bounded_out_of_orderness(bound=5)`: a
+    /// snapshot restores only into a generator of the same configuration.
+    fn config(&self) -> String;
+}
 
 /// One of the base generators. All arithmetic is Java `long` arithmetic (wrapping).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,19 +163,6 @@ impl BaseGenerator {
         }
     }
 
-    /// The generator's configuration (its kind and parameter, not its state), as the
-    /// Python strategy would spell it, e.g. `bounded_out_of_orderness(bound=5)`.
-    pub fn config(&self) -> String {
-        match *self {
-            Self::BoundedOutOfOrderness { bound, .. } => {
-                format!("bounded_out_of_orderness(bound={bound})")
-            }
-            Self::Punctuated => "punctuated".into(),
-            Self::ProcessingTimeLag { lag } => format!("processing_time_lag(lag={lag})"),
-            Self::NoWatermarks => "no_watermarks".into(),
-        }
-    }
-
     /// True if events never emit (so a run of events can be absorbed at once).
     pub fn events_are_silent(&self) -> bool {
         !matches!(self, Self::Punctuated)
@@ -160,6 +214,52 @@ impl BaseGenerator {
             3 => Self::NoWatermarks,
             k => return Err(Error::Snapshot(format!("unknown generator tag {k}"))),
         })
+    }
+}
+
+impl WatermarkGenerator for BaseGenerator {
+    type Error = Error;
+
+    #[inline]
+    fn on_event(
+        &mut self,
+        ts: i64,
+        marker: Option<i64>,
+        out: &mut impl FnMut(Emission),
+    ) -> Result<()> {
+        BaseGenerator::on_event(self, ts, marker, out);
+        Ok(())
+    }
+
+    #[inline]
+    fn on_periodic_emit(&mut self, now: i64, out: &mut impl FnMut(Emission)) -> Result<()> {
+        BaseGenerator::on_periodic_emit(self, now, out);
+        Ok(())
+    }
+
+    fn events_are_silent(&self) -> bool {
+        BaseGenerator::events_are_silent(self)
+    }
+
+    fn periodic_is_stable(&self) -> bool {
+        BaseGenerator::periodic_is_stable(self)
+    }
+
+    #[inline]
+    fn absorb(&mut self, ts: &[i64]) -> Result<()> {
+        BaseGenerator::absorb(self, ts);
+        Ok(())
+    }
+
+    fn config(&self) -> String {
+        match *self {
+            Self::BoundedOutOfOrderness { bound, .. } => {
+                format!("bounded_out_of_orderness(bound={bound})")
+            }
+            Self::Punctuated => "punctuated".into(),
+            Self::ProcessingTimeLag { lag } => format!("processing_time_lag(lag={lag})"),
+            Self::NoWatermarks => "no_watermarks".into(),
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! (see `tests/conformance/SEMANTICS.md`, sections 1 to 3).
 //!
 //! - [`generator`]: the base generators (bounded out-of-orderness, monotonous,
-//!   punctuated, processing-time lag, none).
+//!   punctuated, processing-time lag, none) and [`WatermarkGenerator`], Flink's
+//!   interface, through which the driver runs them (and a user's Python generator).
 //! - [`idleness`]: Flink's `WatermarksWithIdleness` timer state machine.
 //! - [`strategy`]: [`Generator`], a base generator optionally wrapped with idleness.
 //! - [`output`]: [`ChannelOutput`], the model of Flink's `WatermarkToDataOutput`.
@@ -31,7 +32,7 @@ pub mod valve;
 pub use builder::{BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS};
 pub use channel::Channel;
 pub use driver::{drive, drive_into, DriveOutput, DriveParams, EmissionRow};
-pub use generator::BaseGenerator;
+pub use generator::{BaseGenerator, WatermarkGenerator};
 pub use heap::IndexedMinHeap;
 pub use idleness::IdlenessTimer;
 pub use multiplexer::{ListenerEvent, Multiplexer, MultiplexerStep, Via};
@@ -82,4 +83,7 @@ pub(crate) mod kinds {
     pub const CHANNEL: u8 = 0x14;
     /// [`super::TimelineBuilder`].
     pub const TIMELINE_BUILDER: u8 = 0x15;
+    /// A [`super::Channel`] running a user's Python generator (the Python bindings).
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub const USER_CHANNEL: u8 = 0x16;
 }

@@ -1,23 +1,29 @@
 //! [`Generator`]: a base generator, optionally decorated with idleness, as built by
-//! Flink's `WatermarkStrategy.for…(…)[.withIdleness(T)]`.
+//! Flink's `WatermarkStrategy.for…(…)[.withIdleness(T)]`. The decoration (Flink's
+//! `WatermarksWithIdleness`) is written once, for any [`WatermarkGenerator`]: the
+//! built-in [`BaseGenerator`] and, in the Python bindings, a user's Python generator.
+
+use std::convert::Infallible;
+use std::result::Result as StdResult;
 
 use crate::error::Result;
 use crate::snapshot::{Reader, Writer};
 
-use super::generator::BaseGenerator;
+use super::generator::{BaseGenerator, WatermarkGenerator};
 use super::idleness::{IdlenessTimer, QuietNext};
 use super::{kinds, Emission};
 
-/// A watermark generator: a [`BaseGenerator`] with an optional [`IdlenessTimer`].
+/// A watermark generator: a base generator `B` with an optional [`IdlenessTimer`].
+/// `Generator` alone is the built-in one, over a [`BaseGenerator`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Generator {
-    base: BaseGenerator,
+pub struct Generator<B = BaseGenerator> {
+    base: B,
     idle: Option<IdlenessTimer>,
 }
 
-impl Generator {
+impl<B> Generator<B> {
     /// A generator without idleness.
-    pub fn new(base: BaseGenerator) -> Self {
+    pub fn new(base: B) -> Self {
         Self { base, idle: None }
     }
 
@@ -31,7 +37,7 @@ impl Generator {
     }
 
     /// The base generator.
-    pub fn base(&self) -> &BaseGenerator {
+    pub fn base(&self) -> &B {
         &self.base
     }
 
@@ -40,61 +46,77 @@ impl Generator {
         self.idle.as_ref()
     }
 
-    /// Flink's `onEvent(event, ts, output)`; `marker` is the punctuated watermark
-    /// carried by the event, if any. The idleness wrapper counts the activity and never
-    /// emits anything itself.
+    /// `WatermarksWithIdleness.onEvent`: the base generator's call, then one event of
+    /// activity for the timer (the wrapper never emits anything itself).
     #[inline]
-    pub fn on_event(&mut self, ts: i64, marker: Option<i64>, out: &mut impl FnMut(Emission)) {
-        self.base.on_event(ts, marker, out);
+    fn event<E>(
+        &mut self,
+        n: u64,
+        call: impl FnOnce(&mut B) -> StdResult<(), E>,
+    ) -> StdResult<(), E> {
+        call(&mut self.base)?;
         if let Some(t) = &mut self.idle {
-            t.activity(1);
+            t.activity(n);
         }
+        Ok(())
     }
 
-    /// Flink's `onPeriodicEmit(output)` with the clock reading `now`. With idleness:
-    /// `markIdle` once on the transition, nothing while idle, never `markActive`.
+    /// `WatermarksWithIdleness.onPeriodicEmit` with the clock reading `now`: `markIdle`
+    /// once on the transition, nothing while idle, never `markActive`; otherwise the
+    /// base generator's call.
     #[inline]
-    pub fn on_periodic_emit(&mut self, now: i64, out: &mut impl FnMut(Emission)) {
-        let delegate = match &mut self.idle {
-            None => true,
-            Some(t) => {
-                let (emit_idle, delegate) = t.on_periodic(now);
-                if emit_idle {
-                    out(Emission::Idle);
-                }
-                delegate
+    fn periodic<E, O: FnMut(Emission)>(
+        &mut self,
+        now: i64,
+        out: &mut O,
+        call: impl FnOnce(&mut B, &mut O) -> StdResult<(), E>,
+    ) -> StdResult<(), E> {
+        if let Some(t) = &mut self.idle {
+            let (emit_idle, delegate) = t.on_periodic(now);
+            if emit_idle {
+                out(Emission::Idle);
             }
+            if !delegate {
+                return Ok(());
+            }
+        }
+        call(&mut self.base, out)
+    }
+
+    pub(crate) fn write_with(&self, w: &mut Writer, base: impl FnOnce(&B, &mut Writer)) {
+        base(&self.base, w);
+        w.bool(self.idle.is_some());
+        if let Some(t) = &self.idle {
+            t.write(w);
+        }
+    }
+
+    pub(crate) fn read_with(
+        r: &mut Reader<'_>,
+        base: impl FnOnce(&mut Reader<'_>) -> Result<B>,
+    ) -> Result<Self> {
+        let base = base(r)?;
+        let idle = if r.bool()? {
+            Some(IdlenessTimer::read(r)?)
+        } else {
+            None
         };
-        if delegate {
-            self.base.on_periodic_emit(now, out);
-        }
+        Ok(Self { base, idle })
     }
+}
 
-    /// True if events never emit, so [`Self::absorb`] may replace `on_event` calls.
-    pub fn events_are_silent(&self) -> bool {
-        self.base.events_are_silent()
-    }
-
-    /// Same as calling `on_event(t, None, …)` for each `t` in `ts`, for generators whose
-    /// events are silent.
-    #[inline]
-    pub fn absorb(&mut self, ts: &[i64]) {
-        self.base.absorb(ts);
-        if let Some(t) = &mut self.idle {
-            t.activity(ts.len() as u64);
-        }
-    }
-
+impl<B: WatermarkGenerator> Generator<B> {
     /// After a periodic call at `now` and no event since: when can a later periodic call
     /// emit something that the previous one did not (see [`QuietNext`])?
     pub fn quiet_next(&self, now: i64) -> QuietNext {
+        let stable = self.base.periodic_is_stable();
         match &self.idle {
-            None if self.base.periodic_is_stable() => QuietNext::Never,
+            None if stable => QuietNext::Never,
             None => QuietNext::Next,
             Some(t) if t.is_idle() => t.quiet_next(now),
             Some(t) => match t.quiet_next(now) {
                 QuietNext::Next => QuietNext::Next,
-                _ if !self.base.periodic_is_stable() => QuietNext::Next,
+                _ if !stable => QuietNext::Next,
                 q => q,
             },
         }
@@ -129,15 +151,6 @@ impl Generator {
         next.checked_mul(interval).map(|_| next)
     }
 
-    /// The generator's configuration (base generator and idleness timeout, not its
-    /// state), e.g. `bounded_out_of_orderness(bound=5).with_idleness(100)`.
-    pub fn config(&self) -> String {
-        match &self.idle {
-            None => self.base.config(),
-            Some(t) => format!("{}.with_idleness({})", self.base.config(), t.timeout()),
-        }
-    }
-
     /// Fails unless `restored` (from a snapshot) has this generator's configuration:
     /// a snapshot of another generator must not be taken on silently.
     ///
@@ -151,6 +164,100 @@ impl Generator {
             )));
         }
         Ok(())
+    }
+}
+
+/// A generator with idleness is a generator too (Flink's `WatermarksWithIdleness`).
+impl<B: WatermarkGenerator> WatermarkGenerator for Generator<B> {
+    type Error = B::Error;
+
+    #[inline]
+    fn on_event(
+        &mut self,
+        ts: i64,
+        marker: Option<i64>,
+        out: &mut impl FnMut(Emission),
+    ) -> StdResult<(), B::Error> {
+        self.event(1, |b| b.on_event(ts, marker, out))
+    }
+
+    #[inline]
+    fn on_periodic_emit(
+        &mut self,
+        now: i64,
+        out: &mut impl FnMut(Emission),
+    ) -> StdResult<(), B::Error> {
+        self.periodic(now, out, |b, out| b.on_periodic_emit(now, out))
+    }
+
+    fn events_are_silent(&self) -> bool {
+        self.base.events_are_silent()
+    }
+
+    fn periodic_is_stable(&self) -> bool {
+        self.idle.is_none() && self.base.periodic_is_stable()
+    }
+
+    #[inline]
+    fn absorb(&mut self, ts: &[i64]) -> StdResult<(), B::Error> {
+        self.event(ts.len() as u64, |b| b.absorb(ts))
+    }
+
+    /// The base generator's configuration and the idleness timeout, not the state,
+    /// e.g. `bounded_out_of_orderness(bound=5).with_idleness(100)`.
+    fn config(&self) -> String {
+        match &self.idle {
+            None => self.base.config(),
+            Some(t) => format!("{}.with_idleness({})", self.base.config(), t.timeout()),
+        }
+    }
+}
+
+/// The value of a call that cannot fail.
+#[inline]
+fn infallible<T>(r: StdResult<T, Infallible>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(never) => match never {},
+    }
+}
+
+/// The built-in generator: its calls cannot fail, so they return nothing.
+impl Generator {
+    /// Flink's `onEvent(event, ts, output)`; `marker` is the punctuated watermark
+    /// carried by the event, if any. The idleness wrapper counts the activity and never
+    /// emits anything itself.
+    #[inline]
+    pub fn on_event(&mut self, ts: i64, marker: Option<i64>, out: &mut impl FnMut(Emission)) {
+        infallible(self.event(1, |b| {
+            b.on_event(ts, marker, out);
+            Ok(())
+        }));
+    }
+
+    /// Flink's `onPeriodicEmit(output)` with the clock reading `now`. With idleness:
+    /// `markIdle` once on the transition, nothing while idle, never `markActive`.
+    #[inline]
+    pub fn on_periodic_emit(&mut self, now: i64, out: &mut impl FnMut(Emission)) {
+        infallible(self.periodic(now, out, |b, out| {
+            b.on_periodic_emit(now, out);
+            Ok(())
+        }));
+    }
+
+    /// True if events never emit, so [`Self::absorb`] may replace `on_event` calls.
+    pub fn events_are_silent(&self) -> bool {
+        self.base.events_are_silent()
+    }
+
+    /// Same as calling `on_event(t, None, …)` for each `t` in `ts`, for generators whose
+    /// events are silent.
+    #[inline]
+    pub fn absorb(&mut self, ts: &[i64]) {
+        infallible(self.event(ts.len() as u64, |b| {
+            b.absorb(ts);
+            Ok(())
+        }));
     }
 
     /// The generator's state as snapshot bytes.
@@ -172,21 +279,11 @@ impl Generator {
     }
 
     pub(crate) fn write(&self, w: &mut Writer) {
-        self.base.write(w);
-        w.bool(self.idle.is_some());
-        if let Some(t) = &self.idle {
-            t.write(w);
-        }
+        self.write_with(w, BaseGenerator::write);
     }
 
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
-        let base = BaseGenerator::read(r)?;
-        let idle = if r.bool()? {
-            Some(IdlenessTimer::read(r)?)
-        } else {
-            None
-        };
-        Ok(Self { base, idle })
+        Self::read_with(r, BaseGenerator::read)
     }
 }
 

@@ -15,7 +15,7 @@ from floodmark.exceptions import (
     IllegalStateError,
     InvalidParameterError,
 )
-from floodmark.watermarks import MultiplexerResult
+from floodmark.valve import MultiplexerResult
 
 I64_MAX = 2**63 - 1
 NANOS_PER_MS = 1_000_000

@@ -15,7 +15,7 @@ import pytest
 import floodmark.windows
 from floodmark import Multiplexer, Valve, WatermarkStrategy, combine, drive
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SnapshotError
-from floodmark.strategy import WatermarkOutput
+from floodmark.generator import WatermarkOutput
 from floodmark.windows import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,

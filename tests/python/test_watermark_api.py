@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from user_generators import BoundedPy
 
 from floodmark import Emission, Multiplexer, Valve, WatermarkStrategy, combine, drive
 from floodmark.exceptions import (
@@ -18,23 +19,8 @@ from floodmark.exceptions import (
     InvalidParameterError,
     SnapshotError,
 )
-from floodmark.strategy import WatermarkOutput
 
 MIN = -(2**63)
-
-
-class BoundedPy:
-    """Flink's BoundedOutOfOrdernessWatermarks, written as a user generator."""
-
-    def __init__(self, bound: int) -> None:
-        self.bound = bound
-        self.max_ts = MIN + bound + 1
-
-    def on_event(self, timestamp: int, output: WatermarkOutput) -> None:
-        self.max_ts = max(self.max_ts, timestamp)
-
-    def on_periodic_emit(self, output: WatermarkOutput) -> None:
-        output.emit_watermark(self.max_ts - self.bound - 1)
 
 
 @pytest.mark.parametrize(
@@ -158,34 +144,6 @@ def test_punctuated_drive() -> None:
         {"time": 5, "kind": "watermark", "watermark": 10},
         {"time": 5, "kind": "watermark", "watermark": 20},
     ]
-
-
-@pytest.mark.parametrize("idle", [None, 700])
-def test_python_generator_agrees_with_native(idle: int | None) -> None:
-    rng = np.random.default_rng(3)
-    arrival = np.cumsum(rng.integers(0, 400, 300))
-    ts = arrival - rng.integers(0, 150, 300)
-    native = WatermarkStrategy.for_bounded_out_of_orderness(50)
-    python = WatermarkStrategy.for_generator(lambda: BoundedPy(50))
-    if idle is not None:
-        native, python = native.with_idleness(idle), python.with_idleness(idle)
-    a = drive(native, ts, arrival, emit_interval=100, until=int(arrival[-1]) + 2000)
-    b = drive(python, ts, arrival, emit_interval=100, until=int(arrival[-1]) + 2000)
-    assert a.record_watermark.equals(b.record_watermark)
-    assert a.emissions.to_pylist() == b.emissions.to_pylist()
-    if idle is not None:
-        assert "idle" in a.emissions.column("kind").to_pylist()
-
-
-def test_python_generator_snapshot() -> None:
-    gen = WatermarkStrategy.for_generator(lambda: BoundedPy(0)).create_generator()
-    gen.on_event(10)
-    snap = gen.snapshot()
-    gen.on_event(50)
-    gen.restore(snap)
-    assert gen.on_periodic_emit() == [Emission("watermark", 9)]
-    with pytest.raises(SnapshotError):
-        gen.restore(b"junk")
 
 
 def test_valve_api() -> None:

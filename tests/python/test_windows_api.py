@@ -276,3 +276,46 @@ def test_input_column_clashing_with_an_output_column_is_refused(name: str) -> No
     with pytest.raises(SchemaError, match=name) as info:
         op.process(batch)
     assert info.value.column == name
+
+
+def test_results_keep_the_key_columns_types_from_the_engine() -> None:
+    """The engine builds the key columns in the input's types (no cast back in Python),
+    the empty results too; a stored key that the input's type cannot hold is the
+    input's error, naming the column."""
+    keys = {
+        "d": pa.array(["x", "y"]).dictionary_encode(),
+        "u": pa.array([7, 8], pa.uint16()),
+        "l": pa.array(["p", "q"], pa.large_string()),
+    }
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key=list(keys), event_time="ts")
+    b = pa.RecordBatch.from_pydict({**keys, "ts": pa.array([1, 2], pa.int64())})
+    empty = op.process(b).results
+    res = op.finish().results
+    for name, values in keys.items():
+        assert empty.schema.field(name).type == values.type
+        assert res.schema.field(name).type == values.type
+    assert sorted(res.column("u").to_pylist()) == [7, 8]
+
+    wide = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
+    wide.process(pa.RecordBatch.from_pydict({"k": [1000], "ts": [1]}))
+    narrow = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
+    narrow.restore(wide.snapshot())
+    small = pa.RecordBatch.from_pydict({"k": pa.array([1], pa.int8()), "ts": [2]})
+    with pytest.raises(InvalidInputError) as info:
+        narrow.process(small, {"position": [1], "watermark": [100]})
+    assert info.value.column == "k"
+
+
+def test_the_engine_flags_late_firings_and_python_words_them() -> None:
+    native = floodmark._core.WindowOperator(
+        "tumbling", 10, 0, 0, 0, 5, ["k"], "ts", [], [("count", None)], ["count"]
+    )
+    b = pa.RecordBatch.from_pydict({"k": [1, 1], "ts": [1, 2]})
+    # the window [0, 10) fires at watermark 12 and lives until 14: ts 2 refires it
+    results = native.process(b, [1], [12], [None], [])[0]
+    assert results.column("timing").to_pylist() == [False, True]
+    op = WindowOperator(
+        TumblingEventTimeWindows.of(10), key="k", event_time="ts", allowed_lateness=5
+    )
+    out = op.process(b, {"position": [1], "watermark": [12]}).results
+    assert out.column("timing").to_pylist() == ["on_time", "late"]

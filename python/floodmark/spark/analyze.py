@@ -51,8 +51,9 @@ def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
     kind = getattr(window, "kind", None)
     if kind not in ("tumbling", "sliding"):
         raise InvalidParameterError(
-            "invalid parameter `window`: bound analysis needs a tumbling or sliding window "
-            "(session windows depend on which records are late)"
+            "window",
+            "bound analysis needs a tumbling or sliding window "
+            "(session windows depend on which records are late)",
         )
     _, size, slide, offset, _ = window.params(unit)
     return size, (slide if kind == "sliding" else size), offset
@@ -126,8 +127,7 @@ def analyze_bounds(
         b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
         if min(b_ticks) < 0 or max(b_ticks) >= 1 << 62:
             raise InvalidParameterError(
-                "invalid parameter `bounds`: give bounds >= 0 and under 2^62 ticks of the "
-                "event-time unit"
+                "bounds", "give bounds >= 0 and under 2^62 ticks of the event-time unit"
             )
         per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
         bound_durations = reported(b_ticks, per_ev, "bounds")
@@ -248,9 +248,7 @@ def listed(values: object, parameter: str) -> list[Any]:
         with contextlib.suppress(TypeError):  # not iterable
             items = list(values)  # type: ignore[call-overload]
     if not items:
-        raise InvalidParameterError(
-            f"invalid parameter `{parameter}`: expected a non-empty list, got {values!r}"
-        )
+        raise InvalidParameterError(parameter, f"expected a non-empty list, got {values!r}")
     return items
 
 
@@ -260,7 +258,7 @@ def reported(ticks: Sequence[int | None], per_second: int, parameter: str) -> li
         return [None if t is None else seconds(t / per_second) for t in ticks]
     except OverflowError:
         raise InvalidParameterError(
-            f"invalid parameter `{parameter}`: a value too large to report as a timedelta"
+            parameter, "a value too large to report as a timedelta"
         ) from None
 
 

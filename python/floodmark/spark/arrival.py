@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from floodmark.spark.columns import key_column, name_key, quote, schema_error
+from floodmark.exceptions import SchemaError
+from floodmark.spark.columns import key_column, name_key, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,7 +46,7 @@ def with_default_arrival(
     key = name_key(df)
     taken = [c for c in df.columns if key(c) == key(ROW_ARRIVAL)]
     if taken:
-        raise schema_error(
+        raise SchemaError(
             taken[0],
             f"arrival= was not given and the default arrival column {ROW_ARRIVAL!r} "
             "already exists; pass arrival= or rename it",

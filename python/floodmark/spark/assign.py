@@ -12,9 +12,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from floodmark.exceptions import SchemaError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import name_key, quote, schema_error
+from floodmark.spark.columns import name_key, quote
 from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import join_bucket_frame, join_buckets
 from floodmark.spark.plan import error_reason, make_plan
@@ -36,7 +37,7 @@ def check_added_names(df: DataFrame) -> None:
     key = name_key(df)
     clash = [c for c in df.columns if key(c) in {key(a) for a in ADDED_COLUMNS}]
     if clash:
-        raise schema_error(
+        raise SchemaError(
             clash[0],
             f"the DataFrame already has a column {clash[0]!r}, and assign_watermarks adds "
             f"{', '.join(ADDED_COLUMNS)}; rename it first",

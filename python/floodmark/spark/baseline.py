@@ -84,11 +84,14 @@ def spark_global_watermark_late(
     trigger = to_ticks(trigger_interval, "us", "trigger_interval")
     size = to_ticks(window_size, "us", "window_size")
     lag = to_ticks(delay, "us", "delay")
-    if trigger <= 0 or size <= 0 or lag < 0:
-        raise InvalidParameterError(
-            "invalid parameter: trigger_interval and window_size must be positive and "
-            f"delay >= 0 (got {trigger_interval}, {window_size}, {delay})"
-        )
+    for parameter, value, ticks, least in (
+        ("trigger_interval", trigger_interval, trigger, 1),
+        ("window_size", window_size, size, 1),
+        ("delay", delay, lag, 0),
+    ):
+        if ticks < least:
+            need = "positive" if least else ">= 0"
+            raise InvalidParameterError(parameter, f"must be {need}, got {value!r}")
     rows = df.where(
         F.col(quote(event_time)).isNotNull() & F.col(quote(arrival)).isNotNull()
     ).select(

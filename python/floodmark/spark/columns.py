@@ -80,13 +80,6 @@ class TimeColumn:
 _MICROS_PER_TICK = {"us": 1, "ms": 1_000, "s": 1_000_000}
 
 
-def schema_error(name: str, message: str) -> SchemaError:
-    """A :class:`SchemaError` about column ``name``."""
-    err = SchemaError(f"invalid input `{name}`: {message}")
-    err.column = name
-    return err
-
-
 def column_names(value: object, parameter: str) -> list[str]:
     """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
     anything else (a ``Column`` object, say: floodmark takes names)."""
@@ -99,8 +92,7 @@ def column_names(value: object, parameter: str) -> list[str]:
     if names is not None and all(isinstance(n, str) for n in names):
         return [str(n) for n in names]
     raise InvalidParameterError(
-        f"invalid parameter `{parameter}`: expected a column name (str) or a list of "
-        f"them, got {type(value).__name__}"
+        parameter, f"expected a column name (str) or a list of them, got {type(value).__name__}"
     )
 
 
@@ -123,14 +115,14 @@ def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     key = name_key(df)
     same = [f.name for f in df.schema.fields if key(f.name) == key(name)]
     if len(same) > 1:  # Spark would fail later: the reference is ambiguous
-        raise schema_error(
+        raise SchemaError(
             name,
             f"the DataFrame has {len(same)} columns named {name!r} (given as {parameter}=: "
             f"{same}); rename or drop all but one",
         )
     if name not in fields:
         hint = f"; names are matched exactly: did you mean {same[0]!r}?" if same else ""
-        raise schema_error(
+        raise SchemaError(
             name,
             f"the DataFrame has no column {name!r} (given as {parameter}=); "
             f"its columns are {sorted(fields)}{hint}",
@@ -166,14 +158,15 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
         tick = check_unit(unit or "us", f"{parameter}_unit")
         if tick not in _MICROS_PER_TICK:
             raise InvalidParameterError(
-                f"invalid parameter `{parameter}_unit`: {tick!r} is finer than the "
+                f"{parameter}_unit",
+                f"{tick!r} is finer than the "
                 f"{dtype.simpleString()} column {name!r} (microseconds); use 'us' (the "
-                "default), 'ms' or 's'"
+                "default), 'ms' or 's'",
             )
         return TimeColumn(name, kind, tick)
     if isinstance(dtype, (LongType, IntegerType, ShortType, ByteType)):
         return TimeColumn(name, "integer", check_unit(unit or "ms", f"{parameter}_unit"))
-    raise schema_error(
+    raise SchemaError(
         name,
         f"{parameter}= column {name!r} has type "
         f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column",
@@ -186,7 +179,7 @@ def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
 
     dtype = field_type(df, name, parameter)
     if not isinstance(dtype, (LongType, IntegerType, ShortType, ByteType, StringType)):
-        raise schema_error(
+        raise SchemaError(
             name,
             f"{parameter}= column {name!r} has type {dtype.simpleString()}; "
             "use an integer or string column",
@@ -203,7 +196,7 @@ def value_column(df: DataFrame, name: str, parameter: str) -> Literal["bigint", 
         return "bigint"
     if isinstance(dtype, (DoubleType, FloatType, DecimalType)):
         return "double"
-    raise schema_error(
+    raise SchemaError(
         name,
         f"{parameter}= column {name!r} has type "
         f"{dtype.simpleString()}; aggregates need a numeric column",

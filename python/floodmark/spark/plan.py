@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.spark.columns import (
     TimeColumn,
     key_column,
     name_key,
     quote,
-    schema_error,
     time_column,
 )
 from floodmark.strategy import WatermarkStrategy
@@ -69,9 +68,10 @@ def require_periodic(plan: WatermarkPlan, where: str) -> None:
     """Refuses a generator that emits on records where only the periodic ones run."""
     if plan.strategy.kind not in PERIODIC_KINDS:
         raise InvalidParameterError(
-            f"invalid parameter `strategy`: {where} runs the periodic strategies "
+            "strategy",
+            f"{where} runs the periodic strategies "
             f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
-            f"{plan.strategy.kind!r}: use the batch functions (floodmark.spark) for it"
+            f"{plan.strategy.kind!r}: use the batch functions (floodmark.spark) for it",
         )
 
 
@@ -93,25 +93,23 @@ def make_plan(
     from floodmark.spark.arrival import ordered_input_released, with_default_arrival
 
     if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
-        raise InvalidParameterError(
-            f"invalid parameter `df`: expected a pyspark DataFrame, got {type(df).__name__}"
-        )
+        raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {type(df).__name__}")
     for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
         if (name is not None or parameter == "channel") and not isinstance(name, str):
             raise InvalidParameterError(
-                f"invalid parameter `{parameter}`: expected a column name (str), "
-                f"got {type(name).__name__}"
+                parameter, f"expected a column name (str), got {type(name).__name__}"
             )
     if arrival is None and arrival_unit is not None:
         raise InvalidParameterError(
-            "invalid parameter `arrival_unit`: it is the unit of the arrival column, and "
+            "arrival_unit",
+            "it is the unit of the arrival column, and "
             "no arrival= was given (the row order within each channel is the arrival "
-            "then, in ms ticks); pass arrival= or drop arrival_unit"
+            "then, in ms ticks); pass arrival= or drop arrival_unit",
         )
     key = name_key(df)
     reserved = [c for c in df.columns if key(c).startswith("__fm_")]
     if reserved:
-        raise schema_error(
+        raise SchemaError(
             reserved[0],
             f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
             "columns; rename it first",
@@ -122,8 +120,9 @@ def make_plan(
         name = event_time or (strategy.timestamp_column if strategy else None)
         if name is None:
             raise InvalidParameterError(
-                "invalid parameter `event_time`: name the event-time column, either "
-                "event_time='ts' or strategy.with_timestamp_assigner('ts')"
+                "event_time",
+                "name the event-time column, either "
+                "event_time='ts' or strategy.with_timestamp_assigner('ts')",
             )
         ev = time_column(df, name, event_time_unit, "event_time")
         arr = time_column(df, arrival, arrival_unit, "arrival")
@@ -131,15 +130,16 @@ def make_plan(
         interval = to_ticks(emit_interval, arr.unit, "emit_interval")
         if interval <= 0:
             raise InvalidParameterError(
-                f"invalid parameter `emit_interval`: {emit_interval!r} is less than one tick of "
-                f"the arrival column's unit ({arr.unit!r}); give a longer interval"
+                "emit_interval",
+                f"{emit_interval!r} is less than one tick of "
+                f"the arrival column's unit ({arr.unit!r}); give a longer interval",
             )
         resolved = resolve_strategy(strategy, ev.unit, arr.unit)
         marker = None
         if resolved.marker_column is not None:
             marker = time_column(df, resolved.marker_column, event_time_unit, "marker_column")
             if (marker.kind == "integer") != (ev.kind == "integer") or marker.unit != ev.unit:
-                raise schema_error(
+                raise SchemaError(
                     marker.name,
                     f"the punctuated strategy's marker column {marker.name!r} holds "
                     "watermarks of the event time: it needs the event-time column's type "

@@ -175,7 +175,7 @@ def replay_stream(
     options = _replay_options(manifest, step, start, until, first_batch_all_channels, arrival_unit)
     if max_partitions is not None:
         if max_partitions < 1:
-            raise InvalidParameterError("invalid parameter `max_partitions`: at least 1")
+            raise InvalidParameterError("max_partitions", "at least 1")
         options["max_partitions"] = str(max_partitions)
     register_sources(spark)
     return spark.readStream.format(REPLAY_FORMAT).options(**options).load()
@@ -195,8 +195,8 @@ def _replay_options(
     step_ticks = to_ticks(step, unit, "step")
     if step_ticks < 1:
         raise InvalidParameterError(
-            f"invalid parameter `step`: {step!r} is less than one tick of the arrival "
-            f"column ({unit}); give a longer step"
+            "step",
+            f"{step!r} is less than one tick of the arrival column ({unit}); give a longer step",
         )
     first = manifest["first_arrival"]
     if start is None:
@@ -216,22 +216,20 @@ def _replay_options(
 
 def _clock_ticks(value: int | datetime, kind: str, parameter: str) -> int:
     if isinstance(value, bool):
-        raise InvalidParameterError(f"invalid parameter `{parameter}`: expected int or datetime")
+        raise InvalidParameterError(parameter, "expected int or datetime")
     if isinstance(value, int):
         return value
     if isinstance(value, datetime):
         if kind == "integer":
             raise InvalidParameterError(
-                f"invalid parameter `{parameter}`: the arrival column holds integers; "
-                "give the clock as an int in its unit"
+                parameter,
+                "the arrival column holds integers; give the clock as an int in its unit",
             )
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
         delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    raise InvalidParameterError(
-        f"invalid parameter `{parameter}`: expected int or datetime, got {type(value).__name__}"
-    )
+    raise InvalidParameterError(parameter, f"expected int or datetime, got {type(value).__name__}")
 
 
 def _prepare_replay(
@@ -248,10 +246,10 @@ def _prepare_replay(
     for name, parameter in ((arrival, "arrival"), (channel, "channel")):
         if name not in table.column_names:
             err = SchemaError(
-                f"invalid input `{name}`: the table has no column {name!r} (given as "
-                f"{parameter}=); its columns are {sorted(table.column_names)}"
+                name,
+                f"the table has no column {name!r} (given as "
+                f"{parameter}=); its columns are {sorted(table.column_names)}",
             )
-            err.column = name
             raise err
     # The Spark schema the stream has, and the Arrow schema Spark's Python data source
     # expects the batches in (timestamps as UTC microseconds, ...).
@@ -263,16 +261,17 @@ def _prepare_replay(
     elif pa.types.is_timestamp(a_type):
         kind = "timestamp" if a_type.tz is not None else "timestamp_ntz"
     else:
-        raise _schema_error(arrival, f"arrival= column {arrival!r} has type {a_type}")
+        raise SchemaError(arrival, f"arrival= column {arrival!r} has type {a_type}")
     if not (pa.types.is_integer(c_type) or pa.types.is_string(c_type)):
-        raise _schema_error(
+        raise SchemaError(
             channel, f"channel= column {channel!r} has type {c_type}; use integer or string"
         )
     nulls = table.column(arrival).null_count
     if nulls:
         bad = InvalidInputError(
-            f"invalid input `{arrival}`: {nulls} rows have a null arrival; a replay "
-            "releases each row at its arrival, so every row needs one"
+            arrival,
+            f"{nulls} rows have a null arrival; a replay "
+            "releases each row at its arrival, so every row needs one",
         )
         bad.column = arrival
         raise bad
@@ -327,12 +326,6 @@ def _new_workdir() -> str:
     d = tempfile.mkdtemp(prefix="floodmark-replay-")
     _workdirs.append(d)
     return d
-
-
-def _schema_error(name: str, message: str) -> SchemaError:
-    err = SchemaError(f"invalid input `{name}`: {message}")
-    err.column = name
-    return err
 
 
 class ReplayPartition(InputPartition):
@@ -599,9 +592,7 @@ def _kafka_options(
     if topics is not None:
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(t, str) and t and "," not in t for t in names):
-            raise InvalidParameterError(
-                f"invalid parameter `topics`: expected topic names, got {topics!r}"
-            )
+            raise InvalidParameterError("topics", f"expected topic names, got {topics!r}")
         options["subscribe"] = ",".join(names)
     else:
         assert pattern is not None
@@ -1085,11 +1076,12 @@ class MockKafka:
         lib, cluster = self._running()
         if name in self._topics:
             raise InvalidParameterError(
-                f"invalid parameter `name`: topic {name!r} exists; the mock cluster cannot "
-                "add partitions to it (create a new topic matching your pattern instead)"
+                "name",
+                f"topic {name!r} exists; the mock cluster cannot "
+                "add partitions to it (create a new topic matching your pattern instead)",
             )
         if partitions < 1:
-            raise InvalidParameterError("invalid parameter `partitions`: at least 1")
+            raise InvalidParameterError("partitions", "at least 1")
         err = lib.rd_kafka_mock_topic_create(cluster, name.encode(), partitions, 1)
         if err:
             raise RuntimeError(
@@ -1123,12 +1115,12 @@ class MockKafka:
         n = self._topics.get(topic)
         if n is None:
             raise InvalidParameterError(
-                f"invalid parameter `topic`: {topic!r} was not created (create_topic first; "
-                f"topics: {sorted(self._topics)})"
+                "topic",
+                f"{topic!r} was not created (create_topic first; topics: {sorted(self._topics)})",
             )
         if not 0 <= partition < n:
             raise InvalidParameterError(
-                f"invalid parameter `partition`: {partition} is not in 0..{n - 1} of {topic!r}"
+                "partition", f"{partition} is not in 0..{n - 1} of {topic!r}"
             )
         kwargs: dict[str, Any] = {"partition": partition, "value": _encode_value(value)}
         if key is not None:

@@ -339,11 +339,11 @@ def compute_timeline(
     )[0]
 
 
-def arrival_error(plan: WatermarkPlan, message: str) -> InvalidInputError:
-    """The builder's error about arrivals, naming the user's arrival column."""
-    err = InvalidInputError(message.replace("`arrival`", f"`{plan.arrival.name}`", 1))
-    err.column = plan.arrival.name
-    return err
+def input_error(plan: WatermarkPlan, column: str, text: str) -> InvalidInputError:
+    """The builder's error about its ``column`` (rendered as ``text``), naming the user's
+    column: the builder calls the arrivals ``arrival``."""
+    name = plan.arrival.name if column == "arrival" else column
+    return InvalidInputError(name, text.split("`: ", 1)[-1])
 
 
 def on_driver(
@@ -370,9 +370,7 @@ def on_driver(
             )
         )
     except InvalidInputError as err:
-        if getattr(err, "column", "") == "arrival":
-            raise arrival_error(plan, str(err)) from None
-        raise
+        raise input_error(plan, err.column, str(err)) from None
     buckets = (
         pa.Table.from_batches(rows)
         if rows
@@ -504,9 +502,7 @@ def on_executors(
     for kind, batch in unpack_local(out.where(~only("buckets")).toArrow()):
         if kind == "error":
             error = batch.to_pylist()[0]
-            if error["column"] == "arrival":
-                raise arrival_error(plan, error["message"])
-            raise InvalidInputError(error["message"])
+            raise input_error(plan, error["column"], error["message"])
         if kind in ("timeline", "emissions"):
             j = batch.column("strategy")[0].as_py()
             parts = run.timelines if kind == "timeline" else run.emissions

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
 use crate::error::Error;
+use crate::python::errors::arrow_internal;
 use crate::watermark::{Emission, TimelineRow};
 
 /// The values of a non-null `int64` array named `column`.
@@ -81,8 +81,7 @@ pub fn batch(columns: Vec<(&str, ArrayRef)>) -> PyResult<RecordBatch> {
         })
         .collect();
     let arrays = columns.into_iter().map(|(_, a)| a).collect();
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
-        .map_err(|e| PyValueError::new_err(e.to_string()))
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| arrow_internal(&e))
 }
 
 /// Exports a record batch as a `pyarrow.RecordBatch`.

@@ -15,7 +15,7 @@ use super::arrays::{
     batch, column, i64_options, i64_values, parse_kind, strings, timeline_batch, to_py_array,
     to_py_batch,
 };
-use super::generator::PyGenerator;
+use super::generator::{PyGenerator, Source};
 
 /// The combined timeline of many channels, built incrementally.
 #[pyclass(module = "floodmark._core", name = "_TimelineBuilder")]
@@ -43,7 +43,20 @@ impl PyTimelineBuilder {
             Error::param("num_channels", format!("must be >= 0, got {num_channels}"))
         })?;
         let mut inner = match generator {
-            Some(g) => TimelineBuilder::new(g.inner.generator.clone(), n, emit_interval)?,
+            Some(g) => match &g.inner {
+                Source::Native(channel) => {
+                    TimelineBuilder::new(channel.generator.clone(), n, emit_interval)?
+                }
+                Source::User(_) => {
+                    return Err(Error::param(
+                        "strategy",
+                        "a user Python generator emits on records: drive it per channel \
+                         (floodmark.drive) and merge the streams with \
+                         TimelineBuilder.for_emissions",
+                    )
+                    .into())
+                }
+            },
             None => TimelineBuilder::for_emissions(n)?,
         };
         inner.keep_emissions(keep_emissions);

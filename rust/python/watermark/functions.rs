@@ -41,8 +41,7 @@ pub fn drive<'py>(
         start,
         until,
     };
-    let channel = &mut generator.inner;
-    let out = py.detach(|| channel.drive(ts, arr, markers.as_deref(), &params))?;
+    let out = generator.drive(py, ts, arr, markers.as_deref(), &params)?;
     let rec: ArrayRef = Arc::new(Int64Array::from(out.record_watermark));
     let rows = &out.emissions;
     let time: ArrayRef = Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.time)));

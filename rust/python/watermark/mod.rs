@@ -8,11 +8,13 @@ mod builder;
 mod functions;
 mod generator;
 mod multiplexer;
+mod user;
 mod valve;
 
 /// Adds the watermark classes and functions to `floodmark._core`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<generator::PyGenerator>()?;
+    m.add_class::<user::PyWatermarkOutput>()?;
     m.add_class::<valve::PyValve>()?;
     m.add_class::<multiplexer::PyMultiplexer>()?;
     m.add_class::<builder::PyTimelineBuilder>()?;

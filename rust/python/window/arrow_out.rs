@@ -2,38 +2,68 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{
+    new_empty_array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
+use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, Field, Schema};
+use pyo3::PyResult;
 
-use crate::window::{AggColumn, KeyValues, Output, ValueType, WindowOperator};
+use crate::python::errors::{arrow_input, arrow_internal};
+use crate::window::{AggColumn, KeyValues, Output, WindowOperator};
 
-/// The results of `out` as a record batch: key columns, `window_start`,
-/// `window_end`, aggregates (named `agg_names`), `watermark`, `timing`,
-/// `trigger_position`, `trigger_time`.
+/// Key column `i` of the results: the stored keys of each result, in the type of the
+/// input's key column (`key_type`, when known; int64 or string otherwise).
+fn key_column(
+    op: &WindowOperator,
+    out: &Output,
+    i: usize,
+    name: &str,
+    key_type: Option<&DataType>,
+) -> PyResult<ArrayRef> {
+    let keys = &out.results.key;
+    let stored: ArrayRef = match (op.keys().values().map(|v| &v[i]), key_type) {
+        (Some(KeyValues::Int64(v)), _) => {
+            Arc::new(keys.iter().map(|&k| v[k as usize]).collect::<Int64Array>())
+        }
+        (Some(KeyValues::Utf8(v)), _) => Arc::new(
+            keys.iter()
+                .map(|&k| v[k as usize].as_deref())
+                .collect::<StringArray>(),
+        ),
+        (None, Some(t)) => return Ok(new_empty_array(t)),
+        (None, None) => Arc::new(Int64Array::from(Vec::<i64>::new())),
+    };
+    match key_type {
+        // The engine keeps int64 and string keys: the input's own type comes back. A key
+        // that does not fit it (an int8 column after a snapshot of int64 keys) is the
+        // input's fault, an error, never a null.
+        Some(t) if t != stored.data_type() => {
+            let strict = CastOptions {
+                safe: false,
+                ..CastOptions::default()
+            };
+            cast_with_options(&stored, t, &strict).map_err(|e| arrow_input(name, &e))
+        }
+        _ => Ok(stored),
+    }
+}
+
+/// The results of `out` as a record batch: key columns (of the input's `key_types`),
+/// `window_start`, `window_end`, aggregates (named `agg_names`), `watermark`, `timing`
+/// (true: a late firing, within the allowed lateness), `trigger_position`,
+/// `trigger_time`.
 pub(crate) fn results_batch(
     op: &WindowOperator,
     out: &Output,
     key_types: &[DataType],
     agg_names: &[String],
-) -> Result<RecordBatch, arrow_schema::ArrowError> {
+) -> PyResult<RecordBatch> {
     let r = &out.results;
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
     for (i, name) in op.config().key_names.iter().enumerate() {
-        let stored = op.keys().values().map(|v| &v[i]);
-        let col: ArrayRef = match (stored, key_types.get(i)) {
-            (Some(KeyValues::Int64(v)), _) => {
-                Arc::new(r.key.iter().map(|&k| v[k as usize]).collect::<Int64Array>())
-            }
-            (Some(KeyValues::Utf8(v)), _) => Arc::new(
-                r.key
-                    .iter()
-                    .map(|&k| v[k as usize].as_deref())
-                    .collect::<StringArray>(),
-            ),
-            (None, Some(DataType::Utf8)) => Arc::new(StringArray::from(Vec::<Option<&str>>::new())),
-            (None, _) => Arc::new(Int64Array::from(Vec::<i64>::new())),
-        };
+        let col = key_column(op, out, i, name, key_types.get(i))?;
         fields.push(Field::new(name, col.data_type().clone(), true));
         cols.push(col);
     }
@@ -51,12 +81,11 @@ pub(crate) fn results_batch(
         Arc::new(Int64Array::from(r.end.clone())),
         false,
     );
-    for ((col, name), ty) in r.aggs.iter().zip(agg_names).zip(op.agg_types()) {
-        let arr: ArrayRef = match (col, ty) {
-            (AggColumn::Int64(v), _) => Arc::new(Int64Array::from(v.clone())),
-            (AggColumn::Float64(v), _) => Arc::new(Float64Array::from(v.clone())),
+    for (col, name) in r.aggs.iter().zip(agg_names) {
+        let arr: ArrayRef = match col {
+            AggColumn::Int64(v) => Arc::new(Int64Array::from(v.clone())),
+            AggColumn::Float64(v) => Arc::new(Float64Array::from(v.clone())),
         };
-        let _: ValueType = ty;
         push(name, arr, true);
     }
     push(
@@ -64,12 +93,11 @@ pub(crate) fn results_batch(
         Arc::new(Int64Array::from(r.watermark.clone())),
         false,
     );
-    let timing: Vec<&str> = r
-        .late
-        .iter()
-        .map(|&l| if l { "late" } else { "on_time" })
-        .collect();
-    push("timing", Arc::new(StringArray::from(timing)), false);
+    push(
+        "timing",
+        Arc::new(BooleanArray::from(r.late.clone())),
+        false,
+    );
     push(
         "trigger_position",
         Arc::new(Int64Array::from(r.trigger_position.clone())),
@@ -80,7 +108,7 @@ pub(crate) fn results_batch(
         Arc::new(Int64Array::from(r.trigger_time.clone())),
         true,
     );
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).map_err(|e| arrow_internal(&e))
 }
 
 /// Row indices as an int64 array.

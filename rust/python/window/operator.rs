@@ -3,9 +3,10 @@
 //! the schema checks, casts and `take`s.
 
 use arrow_array::RecordBatch;
+use arrow_schema::DataType;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_arrow::{PyArray, PyRecordBatch};
+use pyo3_arrow::{PyArray, PyDataType, PyRecordBatch};
 
 use super::arrow_in::{column, int64, key_col, validity, value_col};
 use super::arrow_out::{indices, late_watermarks, reasons, results_batch};
@@ -31,9 +32,15 @@ type PyOutput<'py> = (
 );
 
 impl PyWindowOperator {
-    fn to_python<'py>(&self, py: Python<'py>, out: &Output) -> PyResult<PyOutput<'py>> {
-        let results = results_batch(&self.op, out, &[], &self.agg_names)
-            .map_err(|e| PyErr::from(Error::input("results", e.to_string())))?;
+    /// The output for Python; the results' key columns of the types `key_types`.
+    fn to_python<'py>(
+        &self,
+        py: Python<'py>,
+        out: &Output,
+        key_types: Vec<PyDataType>,
+    ) -> PyResult<PyOutput<'py>> {
+        let key_types: Vec<DataType> = key_types.into_iter().map(PyDataType::into_inner).collect();
+        let results = results_batch(&self.op, out, &key_types, &self.agg_names)?;
         let pa_array = py.import("pyarrow")?.getattr("array")?;
         let arr = |a| -> PyResult<Bound<'py, PyAny>> {
             pa_array.call1((PyArray::from_array_ref(a).into_pyobject(py)?,))
@@ -95,7 +102,9 @@ impl PyWindowOperator {
 
     /// Processes a batch with positioned watermark advances; returns
     /// `(results, late_rows, late_watermark, dropped_rows, dropped_reason)`.
-    #[pyo3(signature = (batch, positions, watermarks, times))]
+    /// `key_types` are the types of the caller's key columns (the batch holds them as
+    /// int64 or string): the results' key columns have them (empty: int64 or string).
+    #[pyo3(signature = (batch, positions, watermarks, times, key_types))]
     fn process<'py>(
         &mut self,
         py: Python<'py>,
@@ -103,6 +112,7 @@ impl PyWindowOperator {
         positions: Vec<i64>,
         watermarks: Vec<i64>,
         times: Vec<Option<i64>>,
+        key_types: Vec<PyDataType>,
     ) -> PyResult<PyOutput<'py>> {
         if positions.len() != watermarks.len() || times.len() != positions.len() {
             return Err(Error::input(
@@ -172,28 +182,36 @@ impl PyWindowOperator {
         };
         let op = &mut self.op;
         let out = py.detach(|| op.process(&input, &advances))?;
-        self.to_python(py, &out)
+        self.to_python(py, &out, key_types)
     }
 
-    /// A watermark advance after everything processed so far.
-    #[pyo3(signature = (watermark, time=None))]
+    /// A watermark advance after everything processed so far (`key_types` as in
+    /// `process`).
+    #[pyo3(signature = (watermark, time, key_types))]
     fn advance<'py>(
         &mut self,
         py: Python<'py>,
         watermark: i64,
         time: Option<i64>,
+        key_types: Vec<PyDataType>,
     ) -> PyResult<PyOutput<'py>> {
         let op = &mut self.op;
         let out = py.detach(|| op.advance(watermark, time));
-        self.to_python(py, &out)
+        self.to_python(py, &out, key_types)
     }
 
-    /// End of input: fires everything left with watermark `MAX`.
-    #[pyo3(signature = (time=None))]
-    fn finish<'py>(&mut self, py: Python<'py>, time: Option<i64>) -> PyResult<PyOutput<'py>> {
+    /// End of input: fires everything left with watermark `MAX` (`key_types` as in
+    /// `process`).
+    #[pyo3(signature = (time, key_types))]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        time: Option<i64>,
+        key_types: Vec<PyDataType>,
+    ) -> PyResult<PyOutput<'py>> {
         let op = &mut self.op;
         let out = py.detach(|| op.finish(time));
-        self.to_python(py, &out)
+        self.to_python(py, &out, key_types)
     }
 
     /// The whole state as bytes.

@@ -86,9 +86,7 @@ class BatchResult:
 def flag(value: Any, parameter: str) -> bool:
     """``value`` if it is a bool, else a clear error naming ``parameter``."""
     if not isinstance(value, bool):
-        raise InvalidParameterError(
-            f"invalid parameter `{parameter}`: expected True or False, got {value!r}"
-        )
+        raise InvalidParameterError(parameter, f"expected True or False, got {value!r}")
     return value
 
 
@@ -114,24 +112,22 @@ class BatchHandler(ABC):
     ) -> None:
         if not isinstance(strategy, WatermarkStrategy):
             raise InvalidParameterError(
-                "invalid parameter `strategy`: expected a floodmark.WatermarkStrategy, "
-                f"got {type(strategy).__name__}"
+                "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
             )
         for parameter, value in (("channel", channel), ("arrival", arrival)):
             if not isinstance(value, str) or not value:
                 raise InvalidParameterError(
-                    f"invalid parameter `{parameter}`: expected a column name, got {value!r} "
-                    "(a live query needs an arrival column: the Kafka record timestamp)"
+                    parameter,
+                    f"expected a column name, got {value!r} "
+                    "(a live query needs an arrival column: the Kafka record timestamp)",
                 )
         if not isinstance(state_location, str) or not state_location:
             raise InvalidParameterError(
-                "invalid parameter `state_location`: expected a folder path (next to the "
-                f"query's checkpoint), got {state_location!r}"
+                "state_location",
+                f"expected a folder path (next to the query's checkpoint), got {state_location!r}",
             )
         if on_progress is not None and not callable(on_progress):
-            raise InvalidParameterError(
-                f"invalid parameter `on_progress`: expected a callable, got {on_progress!r}"
-            )
+            raise InvalidParameterError("on_progress", f"expected a callable, got {on_progress!r}")
         self.strategy = strategy
         self.channel, self.arrival, self.event_time = channel, arrival, event_time
         self.state_location = state_location
@@ -200,9 +196,7 @@ class BatchHandler(ABC):
     def allowance_ticks(self, plan: WatermarkPlan) -> int:
         ticks = to_ticks(self.allowance, plan.arrival.unit, "allowance")
         if ticks < 0:
-            raise InvalidParameterError(
-                f"invalid parameter `allowance`: must be >= 0, got {self.allowance!r}"
-            )
+            raise InvalidParameterError("allowance", f"must be >= 0, got {self.allowance!r}")
         return ticks
 
     @without_call_sites

@@ -82,11 +82,11 @@ def check_range(table: Any, plan: WindowPlan) -> None:
     high = pc.max(table.column("max_ts")).as_py()
     if low <= -SAFE or high >= SAFE:
         err = InvalidInputError(
-            f"invalid input `{plan.wm.event_time.name}`: an event time within 2^62 of the "
+            plan.wm.event_time.name,
+            "an event time within 2^62 of the "
             "long range's ends reached the native path of a live query, whose window "
-            "arithmetic must stay in range; run the query with path='keyed'"
+            "arithmetic must stay in range; run the query with path='keyed'",
         )
-        err.column = plan.wm.event_time.name
         raise err
 
 

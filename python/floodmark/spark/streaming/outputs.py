@@ -45,9 +45,7 @@ class ParquetOutputs:
 
     def __init__(self, path: str, **options: str) -> None:
         if not isinstance(path, str) or not path:
-            raise InvalidParameterError(
-                f"invalid parameter `path`: expected an output folder, got {path!r}"
-            )
+            raise InvalidParameterError("path", f"expected an output folder, got {path!r}")
         self.path = path.rstrip("/")
         self.options = options
 
@@ -79,8 +77,9 @@ def check_sink(outputs: object) -> Sink:
     """A callable ``(kind, df, batch_id)``; a clear error for anything else."""
     if not callable(outputs):
         raise InvalidParameterError(
-            "invalid parameter `outputs`: expected ParquetOutputs(path) or a callable "
-            f"(kind, df, batch_id), got {type(outputs).__name__}"
+            "outputs",
+            "expected ParquetOutputs(path) or a callable "
+            f"(kind, df, batch_id), got {type(outputs).__name__}",
         )
     return outputs
 

@@ -48,14 +48,13 @@ class StateStore:
         jvm = getattr(spark, "_jvm", None)
         if jvm is None:
             raise InvalidParameterError(
-                "invalid parameter `state_location`: floodmark's streaming handlers keep "
+                "state_location",
+                "floodmark's streaming handlers keep "
                 "their state through the JVM's Hadoop FileSystem, which a Spark Connect "
-                "session does not expose; use a classic session"
+                "session does not expose; use a classic session",
             )
         if not isinstance(location, str) or not location:
-            raise InvalidParameterError(
-                f"invalid parameter `state_location`: expected a path, got {location!r}"
-            )
+            raise InvalidParameterError("state_location", f"expected a path, got {location!r}")
         self.spark = spark
         self.location = location.rstrip("/")
         self._jvm = jvm

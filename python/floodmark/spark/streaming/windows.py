@@ -222,7 +222,7 @@ class StreamingWindows(BatchHandler):
         )
         if path not in ("auto", "native", "keyed"):
             raise InvalidParameterError(
-                f"invalid parameter `path`: expected 'auto', 'native' or 'keyed', got {path!r}"
+                "path", f"expected 'auto', 'native' or 'keyed', got {path!r}"
             )
         self.path = path
 
@@ -232,9 +232,10 @@ class StreamingWindows(BatchHandler):
         native = candidate(wplan)
         if self.path == "native" and not native:
             raise InvalidParameterError(
-                "invalid parameter `path`: the native path runs tumbling windows and "
+                "path",
+                "the native path runs tumbling windows and "
                 "sliding windows without gaps, with count and sum/min/max/first/last of "
-                "integer columns; use path='auto' or 'keyed'"
+                "integer columns; use path='auto' or 'keyed'",
             )
         return "native" if native and self.path != "keyed" else "keyed"
 

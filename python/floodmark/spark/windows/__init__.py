@@ -41,6 +41,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
+from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -195,16 +196,14 @@ def make_window_plan(
     and resolved; shared by :func:`window_aggregate` and the streaming handler."""
     keys = column_names(key, "key")
     if not keys:
-        raise InvalidParameterError("invalid parameter `key`: give at least one key column")
+        raise InvalidParameterError("key", "give at least one key column")
     for k in keys:
         key_column(df, k, "key")
     parsed = parse_aggs(aggs)
     values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
     lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
     if lateness < 0:
-        raise InvalidParameterError(
-            f"invalid parameter `allowed_lateness`: must be >= 0, got {allowed_lateness!r}"
-        )
+        raise InvalidParameterError("allowed_lateness", f"must be >= 0, got {allowed_lateness!r}")
     channel = wm_plan.channel
     plan = WindowPlan(
         wm_plan,
@@ -222,26 +221,29 @@ def make_window_plan(
 
 def check_window(window: Any, unit: str) -> None:
     """Fail early (before any job) on an invalid window assigner."""
-    try:
-        window.assign_windows(0, unit=unit)
-    except AttributeError:
+    if not isinstance(window, WINDOW_ASSIGNERS):
         raise InvalidParameterError(
-            "invalid parameter `window`: expected TumblingEventTimeWindows.of(...), "
-            "SlidingEventTimeWindows.of(...) or EventTimeSessionWindows.with_gap(...), "
-            f"got {type(window).__name__}"
-        ) from None
+            "window",
+            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
+            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
+        )
+    try:
+        window.params(unit)
     except InvalidParameterError as err:
         raise InvalidParameterError(
-            f"invalid parameter `window`: {err} (in whole ticks of the event-time unit "
-            f"{unit!r}: a duration is truncated to it, so one under a tick is 0)"
+            "window",
+            f"{err} (in whole ticks of the event-time unit {unit!r}: a duration is "
+            "truncated to it, so one under a tick is 0)",
         ) from None
 
 
 def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
+    """The results in their output columns and units; the ``REFIRE`` flag, worded
+    once, as ``timing``."""
     from pyspark.sql import functions as F
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
-    timing = F.when(F.col(REFIRE), F.lit("late")).otherwise(F.lit("on_time"))
+    timing = F.when(F.col(REFIRE), F.lit(LATE)).otherwise(F.lit(ON_TIME))
     return results.select(
         *[F.col(quote(k)) for k in plan.keys],
         ev.from_ticks(F.col("window_start")).alias("window_start"),
@@ -260,9 +262,7 @@ def positive_int(value: object, parameter: str) -> int:
     except TypeError:
         number = None
     if number is None or number < 1:
-        raise InvalidParameterError(
-            f"invalid parameter `{parameter}`: expected an int >= 1 or None, got {value!r}"
-        )
+        raise InvalidParameterError(parameter, f"expected an int >= 1 or None, got {value!r}")
     return number
 
 
@@ -292,6 +292,7 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
                 first = seen[key(name)]
                 same = repr(name) if first == name else f"{first!r} and {name!r}"
                 if output == "results":
+                    parameter = "aggs" if name in map(agg_name, plan.aggs) else "key"
                     hint = (
                         "a key or value column named like a column window_aggregate adds "
                         "(window_start, window_end, watermark, timing, fired_at, the "
@@ -299,13 +300,13 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
                         "be renamed first, and an aggregate or key given only once"
                     )
                 else:
+                    parameter = "df"
                     hint = (
                         "late and dropped rows carry every input column, plus watermark "
                         "(late) or reason (dropped): rename or drop the input's column first"
                     )
                 raise InvalidParameterError(
-                    f"invalid parameters: the {output} output would have two columns named "
-                    f"{same}; {hint}"
+                    parameter, f"the {output} output would have two columns named {same}; {hint}"
                 )
             seen[key(name)] = name
 

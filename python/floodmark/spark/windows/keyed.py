@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
+from floodmark.windows import WindowOperator
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -129,13 +129,9 @@ def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
 
 
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """The operator's output ``batch`` in its kind's output ``schema``."""
-    cols = []
-    for f in schema:
-        if f.name == REFIRE:
-            cols.append(pc.equal(batch.column("timing"), "late"))
-        else:
-            cols.append(batch.column(f.name).cast(f.type))
+    """The operator's output ``batch`` in its kind's output ``schema``; the results'
+    ``timing`` flag is the ``REFIRE`` column."""
+    cols = [batch.column("timing" if f.name == REFIRE else f.name).cast(f.type) for f in schema]
     return pa.record_batch(cols, schema=schema)
 
 
@@ -170,11 +166,18 @@ class Feeder:
         return outs
 
 
-def new_operator(plan: WindowPlan) -> Any:
-    """The keyed Rust window operator of the plan, over the sent columns."""
-    from floodmark.windows import WindowOperator
+class KeyedOperator(WindowOperator):
+    """The window operator as this stage runs it: its results keep the engine's
+    ``timing`` flag (true: a late firing), which travels as ``REFIRE`` until
+    :func:`~floodmark.spark.windows.results_frame` words it, once."""
 
-    return WindowOperator(
+    def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:
+        return results
+
+
+def new_operator(plan: WindowPlan) -> KeyedOperator:
+    """The keyed Rust window operator of the plan, over the sent columns."""
+    return KeyedOperator(
         plan.window,
         key=plan.keys,
         event_time=TS,
@@ -232,6 +235,7 @@ def default_partitions(spark: SparkSession) -> int:
 
 __all__ = [
     "Feeder",
+    "KeyedOperator",
     "KeyedRun",
     "default_partitions",
     "keyed_outputs",

@@ -26,11 +26,12 @@ def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, s
             out.append((str(agg[0]), str(agg[1])))
         else:
             raise InvalidParameterError(
-                f"invalid parameter `aggs`: {agg!r} is not an aggregate; use 'count' or a "
-                f"(function, column) pair with function one of {', '.join(AGG_FUNCTIONS)}"
+                "aggs",
+                f"{agg!r} is not an aggregate; use 'count' or a "
+                f"(function, column) pair with function one of {', '.join(AGG_FUNCTIONS)}",
             )
     if not out:
-        raise InvalidParameterError("invalid parameter `aggs`: give at least one aggregate")
+        raise InvalidParameterError("aggs", "give at least one aggregate")
     return out
 
 
