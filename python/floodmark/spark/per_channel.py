@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from floodmark.exceptions import InvalidInputError
 from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
+from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.time import I64_MIN
@@ -220,6 +221,7 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
     names = ordered.columns
     runner = channel_runner(plan, channels, start, until, names, records)
     positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    require_floodmark(df.sparkSession)
     out = positional.mapInArrow(runner, packed_schema()).persist()
     counted = sum(
         b.column("emissions")[0].as_py()

@@ -27,6 +27,7 @@ import pyarrow as pa
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
+from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.spark.streaming import frontier as st
@@ -394,6 +395,7 @@ class StreamingWindows(BatchHandler):
         times, wms = segment.advances()
         runner = group_runner(wplan, times, wms, arrow_schemas, names)
         positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+        require_floodmark(spark)
         out = positional.mapInArrow(runner, packed_schema()).persist()
         try:
             results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
