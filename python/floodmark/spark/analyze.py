@@ -37,10 +37,11 @@ from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote
 from floodmark.spark.late import element_late
 from floodmark.spark.lookup import in_force_by_bucket, with_bucket_values
-from floodmark.spark.plan import make_plan, resolve_strategy, valid_rows
+from floodmark.spark.plan import make_plan, valid_rows
 from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
+from floodmark.timeline import strategy_in_ticks
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -141,7 +142,7 @@ def analyze_bounds(
             strategy = WatermarkStrategy.for_monotonous_timestamps()
             if idle is not None:
                 strategy = strategy.with_idleness(idle)
-            strategies.append(resolve_strategy(strategy, ev.unit, arr.unit))
+            strategies.append(strategy_in_ticks(strategy, ev.unit, arr.unit))
         timelines = compute_timelines(df, base, strategies)
         curves = [tl.advances() for tl in timelines]
         needed = dict.fromkeys([*keys, channel, arr.name, ev.name])

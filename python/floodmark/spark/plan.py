@@ -54,16 +54,6 @@ class WatermarkPlan:
         return F.expr(f"({a} div {i}) + CASE WHEN {a} % {i} > 0 THEN 1 ELSE 0 END")
 
 
-def resolve_strategy(
-    strategy: WatermarkStrategy, event_unit: str, arrival_unit: str
-) -> WatermarkStrategy:
-    """The strategy in ticks (:func:`floodmark.timeline.strategy_in_ticks`). Every kind
-    runs on Spark: the periodic ones from per-(channel, bucket) rows
-    (:mod:`floodmark.spark.timeline`), the ones that emit on records per channel
-    (:mod:`floodmark.spark.per_channel`)."""
-    return strategy_in_ticks(strategy, event_unit, arrival_unit)
-
-
 def require_periodic(plan: WatermarkPlan, where: str) -> None:
     """Refuses a generator that emits on records where only the periodic ones run."""
     if plan.strategy.kind not in PERIODIC_KINDS:
@@ -134,7 +124,9 @@ def make_plan(
                 f"{emit_interval!r} is less than one tick of "
                 f"the arrival column's unit ({arr.unit!r}); give a longer interval",
             )
-        resolved = resolve_strategy(strategy, ev.unit, arr.unit)
+        # Every kind runs on Spark: the periodic ones from per-(channel, bucket) rows
+        # (spark/timeline.py), the ones that emit on records per channel (per_channel.py).
+        resolved = strategy_in_ticks(strategy, ev.unit, arr.unit)
         marker = None
         if resolved.marker_column is not None:
             marker = time_column(df, resolved.marker_column, event_time_unit, "marker_column")
@@ -176,6 +168,5 @@ __all__ = [
     "error_reason",
     "make_plan",
     "require_periodic",
-    "resolve_strategy",
     "valid_rows",
 ]
