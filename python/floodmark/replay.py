@@ -174,6 +174,22 @@ def replay(
     Every strategy runs here, the punctuated one reading its marker column (watermarks
     in event-time ticks) and user Python generators too.
 
+    Example:
+        Two channels, bound 10 ms: the combined watermark is the minimum over the
+        channels, so channel ``a``'s 89 is in force only once ``b`` has one too.
+
+        >>> import pyarrow as pa
+        >>> from floodmark import TumblingEventTimeWindows, WatermarkStrategy
+        >>> t = pa.table({"ts": [100, 95, 130, 20], "at": [0, 200, 200, 400],
+        ...               "ch": ["a", "a", "b", "a"], "k": ["x"] * 4})
+        >>> r = replay(t, WatermarkStrategy.for_bounded_out_of_orderness(10),
+        ...            channel="ch", arrival="at", event_time="ts", key="k",
+        ...            window=TumblingEventTimeWindows.of(100))
+        >>> r.records["channel_watermark"].to_pylist()[1], r.records["watermark"].to_pylist()
+        (89, [-9223372036854775808, -9223372036854775808, -9223372036854775808, 89])
+        >>> r.results.select(["window_start", "count"]).to_pylist()
+        [{'window_start': 0, 'count': 2}, {'window_start': 100, 'count': 2}]
+
     Raises:
         InvalidParameterError: no event-time column named, a bad strategy or duration.
     """

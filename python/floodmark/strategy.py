@@ -86,6 +86,12 @@ class WatermarkStrategy:
     def for_bounded_out_of_orderness(cls, bound: Duration) -> WatermarkStrategy:
         """Watermark = largest timestamp seen - ``bound`` - 1, emitted periodically.
 
+        Example:
+            >>> from datetime import timedelta
+            >>> s = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5))
+            >>> s.kind, s.bound
+            ('bounded_out_of_orderness', datetime.timedelta(seconds=5))
+
         Raises:
             InvalidParameterError: ``bound`` is negative or not a duration.
         """
@@ -95,18 +101,37 @@ class WatermarkStrategy:
 
     @classmethod
     def for_monotonous_timestamps(cls) -> WatermarkStrategy:
-        """Ascending timestamps: bounded out-of-orderness with bound 0."""
+        """Ascending timestamps: bounded out-of-orderness with bound 0.
+
+        Example:
+            >>> WatermarkStrategy.for_monotonous_timestamps().bound
+            datetime.timedelta(0)
+        """
         return cls(_Spec("bounded_out_of_orderness", bound=timedelta(0), monotonous=True))
 
     @classmethod
     def for_punctuated(cls, marker_column: str) -> WatermarkStrategy:
         """Emits the watermark carried by a record in ``marker_column`` (if not null),
-        right after the record."""
+        right after the record.
+
+        Example:
+            >>> from floodmark import drive
+            >>> s = WatermarkStrategy.for_punctuated("marker")
+            >>> r = drive(s, [5, 7, 9], [0, 10, 20], marker=[None, 6, None])
+            >>> r.record_watermark.to_pylist()[2]  # emitted right after the second record
+            6
+        """
         return cls(_Spec("punctuated", marker_column=_check_column(marker_column, "marker_column")))
 
     @classmethod
     def for_processing_time_lag(cls, lag: Duration) -> WatermarkStrategy:
         """Periodically emits the processing-time clock minus ``lag``.
+
+        Example:
+            >>> from floodmark import drive
+            >>> s = WatermarkStrategy.for_processing_time_lag(50)
+            >>> drive(s, [1, 2], [100, 300]).emissions["watermark"].to_pylist()
+            [150, 350]
 
         Raises:
             InvalidParameterError: ``lag`` is negative or not a duration.
@@ -115,7 +140,13 @@ class WatermarkStrategy:
 
     @classmethod
     def no_watermarks(cls) -> WatermarkStrategy:
-        """Never emits a watermark."""
+        """Never emits a watermark.
+
+        Example:
+            >>> from floodmark import drive
+            >>> drive(WatermarkStrategy.no_watermarks(), [1, 2], [0, 400]).emissions.num_rows
+            0
+        """
         return cls(_Spec("no_watermarks"))
 
     @classmethod
@@ -141,6 +172,13 @@ class WatermarkStrategy:
     def with_idleness(self, timeout: Duration) -> WatermarkStrategy:
         """Marks the stream idle after ``timeout`` without events (Flink's
         ``withIdleness``).
+
+        Example:
+            >>> from floodmark import drive
+            >>> s = WatermarkStrategy.for_monotonous_timestamps().with_idleness(500)
+            >>> r = drive(s, [10], [0], until=1000)
+            >>> list(zip(r.emissions["time"].to_pylist(), r.emissions["kind"].to_pylist()))
+            [(0, 'watermark'), (800, 'idle')]
 
         Raises:
             InvalidParameterError: ``timeout`` is zero, negative or not a duration.

@@ -89,6 +89,21 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
 class Valve:
     """Flink's ``StatusWatermarkValve`` over ``num_channels`` input channels.
 
+    The combined watermark is the minimum over the active channels. An idle channel
+    leaves the minimum; when it resumes it rejoins only once caught up to the
+    combined watermark, so the combined watermark never goes back.
+
+    Example:
+        >>> v = Valve(2)
+        >>> v.input_watermark(0, 10), v.input_watermark(1, 5)
+        ([], [Emission(kind='watermark', watermark=5)])
+        >>> v.input_status(1, "idle")  # channel 0 alone decides
+        [Emission(kind='watermark', watermark=10)]
+        >>> v.input_status(1, "active"), v.input_watermark(1, 7)  # behind: not counted
+        ([], [])
+        >>> v.input_watermark(0, 20), v.watermark
+        ([Emission(kind='watermark', watermark=20)], 20)
+
     Raises:
         InvalidParameterError: ``num_channels`` is negative.
     """

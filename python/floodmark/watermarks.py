@@ -87,6 +87,19 @@ def drive(
     Returns:
         The per-record watermark and the emitted stream.
 
+    Example:
+        Bound 10 ms; the emissions at 0 and 200 ms carry ``max - 10 - 1``. A record
+        sees the watermark emitted strictly before its arrival (the tie rule: records
+        arriving at a grid time come before that time's emission):
+
+        >>> from floodmark import WatermarkStrategy, drive
+        >>> s = WatermarkStrategy.for_bounded_out_of_orderness(10)
+        >>> r = drive(s, event_time=[100, 95, 130], arrival=[0, 200, 200])
+        >>> r.record_watermark.to_pylist()
+        [-9223372036854775808, 89, 89]
+        >>> r.emissions.to_pydict()
+        {'time': [0, 200], 'kind': ['watermark', 'watermark'], 'watermark': [89, 119]}
+
     Raises:
         InvalidParameterError: a bad interval, unit, start/until, or a missing marker;
             with ``generator``, a grid (``start``) that does not come after the last

@@ -88,7 +88,14 @@ class _Assigner:
 
 
 class TumblingEventTimeWindows(_Assigner):
-    """Fixed-size, non-overlapping windows ``[start, start + size)``."""
+    """Fixed-size, non-overlapping windows ``[start, start + size)``.
+
+    Example:
+        >>> TumblingEventTimeWindows.of(1000).assign_windows(7350)
+        [(7000, 8000)]
+        >>> TumblingEventTimeWindows.of(1000, offset=500).assign_windows(7350)
+        [(6500, 7500)]
+    """
 
     kind = "tumbling"
 
@@ -99,7 +106,14 @@ class TumblingEventTimeWindows(_Assigner):
 
 
 class SlidingEventTimeWindows(_Assigner):
-    """Windows of ``size`` starting every ``slide``; a record belongs to several."""
+    """Windows of ``size`` starting every ``slide``; a record belongs to several.
+
+    Example:
+        >>> from datetime import timedelta
+        >>> w = SlidingEventTimeWindows.of(timedelta(seconds=1), timedelta(milliseconds=400), 100)
+        >>> w.assign_windows(7350)  # latest start first, as Flink
+        [(7300, 8300), (6900, 7900), (6500, 7500)]
+    """
 
     kind = "sliding"
 
@@ -110,7 +124,12 @@ class SlidingEventTimeWindows(_Assigner):
 
 
 class EventTimeSessionWindows(_Assigner):
-    """Per-key sessions: ``[ts, ts + gap)`` merged while they touch or overlap."""
+    """Per-key sessions: ``[ts, ts + gap)`` merged while they touch or overlap.
+
+    Example:
+        >>> EventTimeSessionWindows.with_gap(300).assign_windows(7350)
+        [(7350, 7650)]
+    """
 
     kind = "session"
 
@@ -127,6 +146,10 @@ WINDOW_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, EventTime
 
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
     """Flink's ``TimeWindow.getWindowStartWithOffset`` (Java remainder, wrapping).
+
+    Example:
+        >>> window_start_with_offset(7350, 500, 1000), window_start_with_offset(-1, 0, 1000)
+        (6500, -1000)
 
     Raises:
         InvalidParameterError: ``size`` is zero, or an argument is not an int64.

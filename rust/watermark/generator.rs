@@ -99,6 +99,30 @@ pub enum BaseGenerator {
 impl BaseGenerator {
     /// Bounded out-of-orderness with bound `bound` ticks.
     ///
+    /// # Examples
+    /// Flink's invariant: the periodic watermark is `max - bound - 1`, the largest
+    /// event time seen so far minus the bound minus one (a record at exactly the
+    /// watermark would be late, so the watermark stops one tick short). Before any
+    /// event it is `MIN` (Flink starts `maxTimestamp` at `MIN + bound + 1`); an
+    /// out-of-order record does not lower it.
+    /// ```
+    /// use floodmark::watermark::{BaseGenerator, Emission};
+    /// let mut g = BaseGenerator::bounded(10).unwrap();
+    /// let mut out = Vec::new();
+    /// g.on_periodic_emit(0, &mut |e| out.push(e));
+    /// assert_eq!(out, vec![Emission::Watermark(i64::MIN)]); // nothing seen yet
+    /// out.clear();
+    /// g.on_event(100, None, &mut |e| out.push(e));
+    /// g.on_event(95, None, &mut |e| out.push(e)); // out of order, within the bound
+    /// g.on_periodic_emit(200, &mut |e| out.push(e));
+    /// assert_eq!(out, vec![Emission::Watermark(100 - 10 - 1)]);
+    /// // Monotonous timestamps are bound 0: `max - 1`.
+    /// let mut m = BaseGenerator::monotonous();
+    /// m.on_event(100, None, &mut |_| {});
+    /// assert_eq!(m.periodic_value(0), Some(99));
+    /// assert!(BaseGenerator::bounded(-1).is_err());
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] naming `bound` if it is negative (Flink:
     /// "maxOutOfOrderness cannot be negative").

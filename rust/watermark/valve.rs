@@ -134,6 +134,39 @@ impl Valve {
     /// Flink's `inputWatermarkStatus(status, channelIndex, output)`; `idle` is the new
     /// status of `channel`.
     ///
+    /// # Examples
+    /// An idle channel leaves the minimum, so the others advance the combined
+    /// watermark without it. When it becomes active again it rejoins the minimum
+    /// (is *aligned*) only once its own watermark has caught up to the combined one:
+    /// a resumed channel that is behind never pulls the combined watermark back.
+    /// ```
+    /// use floodmark::watermark::{Emission, Valve};
+    /// let mut v = Valve::new(2).unwrap();
+    /// let mut out = Vec::new();
+    /// v.input_watermark(0, 10, &mut |e| out.push(e)).unwrap();
+    /// v.input_watermark(1, 5, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(out, vec![Emission::Watermark(5)]); // the minimum of 10 and 5
+    /// v.input_status(1, true, &mut |e| out.push(e)).unwrap(); // channel 1 goes idle
+    /// assert_eq!(v.watermark(), 10); // channel 0 alone decides
+    /// v.input_watermark(0, 20, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.watermark(), 20);
+    /// // Channel 1 resumes behind (at 5 < 20): active, but not aligned.
+    /// v.input_status(1, false, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.channel(1).unwrap(), (5, false, false)); // (watermark, idle, aligned)
+    /// v.input_watermark(1, 15, &mut |e| out.push(e)).unwrap(); // still behind 20
+    /// v.input_watermark(0, 30, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.watermark(), 30); // channel 1 is not in the minimum
+    /// // Once it reaches the combined watermark it is aligned again and holds it back.
+    /// v.input_watermark(1, 30, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.channel(1).unwrap(), (30, false, true));
+    /// v.input_watermark(0, 50, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.watermark(), 30);
+    /// v.input_watermark(1, 40, &mut |e| out.push(e)).unwrap();
+    /// assert_eq!(v.watermark(), 40);
+    /// let wms: Vec<_> = out.iter().filter_map(|e| e.watermark()).collect();
+    /// assert_eq!(wms, vec![5, 10, 20, 30, 40]); // never decreasing
+    /// ```
+    ///
     /// # Errors
     /// [`Error::ChannelOutOfRange`] if `channel` is not in `0..num_channels`.
     pub fn input_status(

@@ -43,6 +43,19 @@ impl TimeWindow {
 
 /// Flink's `TimeWindow.getWindowStartWithOffset`: `ts` floored to the grid
 /// `offset + k * size`, with Java remainder (truncating toward zero) and wrapping.
+///
+/// # Examples
+/// The start is the largest `offset + k * size <= timestamp`, for negative
+/// timestamps too (Java's `%` truncates toward zero; the start still floors).
+/// ```
+/// use floodmark::window::window_start_with_offset;
+/// assert_eq!(window_start_with_offset(7_350, 0, 1_000).unwrap(), 7_000);
+/// assert_eq!(window_start_with_offset(7_350, 500, 1_000).unwrap(), 6_500);
+/// assert_eq!(window_start_with_offset(7_500, 500, 1_000).unwrap(), 7_500); // inclusive
+/// assert_eq!(window_start_with_offset(-1, 0, 1_000).unwrap(), -1_000);
+/// assert_eq!(window_start_with_offset(-1_350, -200, 1_000).unwrap(), -2_200);
+/// assert!(window_start_with_offset(1, 0, 0).is_err());
+/// ```
 pub fn window_start_with_offset(timestamp: Ticks, offset: Ticks, size: Ticks) -> Result<Ticks> {
     if size == 0 {
         return Err(Error::param("size", "must not be zero (division by zero)"));
@@ -136,6 +149,30 @@ impl WindowAssigner {
     /// Appends the windows of a record at `timestamp` to `out`, in Flink's order
     /// (sliding: descending start). Tumbling and sliding reject `MIN` as Flink does
     /// (`RuntimeException`), reported as [`Error::InvalidInput`] on `event_time`.
+    ///
+    /// # Examples
+    /// Tumbling: the one window `[start, start + size)` with `start` from
+    /// [`window_start_with_offset`]. Sliding: every window `[s, s + size)` with `s` on
+    /// the slide grid and `timestamp - size < s <= timestamp`, latest start first.
+    /// Session: `[timestamp, timestamp + gap)`, merged later.
+    /// ```
+    /// use floodmark::window::{TimeWindow, WindowAssigner};
+    /// let mut w = Vec::new();
+    /// WindowAssigner::tumbling(1_000, 500).unwrap().assign_windows(7_350, &mut w).unwrap();
+    /// assert_eq!(w, vec![TimeWindow::new(6_500, 7_500)]);
+    /// assert_eq!(w[0].max_timestamp(), 7_499); // end is exclusive
+    ///
+    /// w.clear();
+    /// WindowAssigner::sliding(1_000, 400, 100).unwrap().assign_windows(7_350, &mut w).unwrap();
+    /// let starts: Vec<i64> = w.iter().map(|w| w.start).collect();
+    /// assert_eq!(starts, vec![7_300, 6_900, 6_500]); // 100 + 400k in (6_350, 7_350]
+    /// assert_eq!(w[0], TimeWindow::new(7_300, 8_300));
+    ///
+    /// w.clear();
+    /// WindowAssigner::session(300).unwrap().assign_windows(7_350, &mut w).unwrap();
+    /// assert_eq!(w, vec![TimeWindow::new(7_350, 7_650)]);
+    /// assert!(WindowAssigner::tumbling(1_000, 0).unwrap().assign_windows(i64::MIN, &mut w).is_err());
+    /// ```
     pub fn assign_windows(&self, timestamp: Ticks, out: &mut Vec<TimeWindow>) -> Result<()> {
         self.assign_windows_cached(timestamp, &mut GridCache::default(), out)
     }

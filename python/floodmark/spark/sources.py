@@ -801,19 +801,8 @@ def _consume(options: Mapping[str, str], part: KafkaPartition) -> Iterator[list[
             for m in msgs:
                 err = m.error()
                 if err is not None:
-                    if err.code() == ck.KafkaError._PARTITION_EOF:
-                        if m.offset() >= part.end:  # the rest was compacted or deleted
-                            expected = part.end
-                        continue
-                    raise RuntimeError(
-                        f"floodmark_kafka: reading {where} from offset {expected}: {err.str()}"
-                        + (
-                            " (records deleted by retention? failOnDataLoss=false skips them)"
-                            if err.code()
-                            in (ck.KafkaError.OFFSET_OUT_OF_RANGE, ck.KafkaError._AUTO_OFFSET_RESET)
-                            else ""
-                        )
-                    )
+                    expected = _after_eof(ck, err, m.offset(), where, expected, part.end)
+                    continue
                 off = m.offset()
                 if off >= part.end:
                     expected = part.end
@@ -832,6 +821,19 @@ def _consume(options: Mapping[str, str], part: KafkaPartition) -> Iterator[list[
             yield rows
     finally:
         consumer.close()
+
+
+def _after_eof(ck: Any, err: Any, offset: int, where: str, expected: int, end: int) -> int:
+    """The offset expected next after a message carrying ``err`` at ``offset``: a
+    partition EOF at or past ``end`` means the rest was compacted or deleted; any other
+    error is raised."""
+    if err.code() == ck.KafkaError._PARTITION_EOF:
+        return end if offset >= end else expected
+    deleted = err.code() in (ck.KafkaError.OFFSET_OUT_OF_RANGE, ck.KafkaError._AUTO_OFFSET_RESET)
+    raise RuntimeError(
+        f"floodmark_kafka: reading {where} from offset {expected}: {err.str()}"
+        + (" (records deleted by retention? failOnDataLoss=false skips them)" if deleted else "")
+    )
 
 
 _KAFKA_TS_TYPE = {0: -1, 1: 0, 2: 1}  # confluent_kafka's TIMESTAMP_* -> Kafka's ids

@@ -498,8 +498,25 @@ def on_executors(
     )
     if channel_watermarks:
         out = out.persist()
-    run = new_run(len(chosen))
-    for kind, batch in unpack_local(out.where(~only("buckets")).toArrow()):
+    run = gather(plan, out.where(~only("buckets")).toArrow(), len(chosen))
+    for j, parts in enumerate(run.emissions):  # compacted per chunk: once more, whole
+        if parts:
+            run.emissions[j] = compact_emissions(pa.Table.from_batches(parts), edges).to_batches()
+    frame = unpacked(out, "buckets", bucket_schema(agg)) if channel_watermarks else None
+    result = [
+        timeline_of(plan, run, j, channels, probe, bucket_frame=frame if j == 0 else None)
+        for j in range(len(chosen))
+    ]
+    if channel_watermarks:
+        result[0].cached.append(out)
+    return result
+
+
+def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
+    """The run :func:`on_executors`' task sent back (``packed``: its timelines,
+    emissions and numbers, no buckets); raises the error it reported, if any."""
+    run = new_run(strategies)
+    for kind, batch in unpack_local(packed):
         if kind == "error":
             error = batch.to_pylist()[0]
             raise input_error(plan, error["column"], error["message"])
@@ -513,17 +530,7 @@ def on_executors(
                 run.maybe_late[j] = n.pop("maybe_late") or 0
                 for name, value in n.items():
                     setattr(run, name, value)
-    for j, parts in enumerate(run.emissions):  # compacted per chunk: once more, whole
-        if parts:
-            run.emissions[j] = compact_emissions(pa.Table.from_batches(parts), edges).to_batches()
-    frame = unpacked(out, "buckets", bucket_schema(agg)) if channel_watermarks else None
-    result = [
-        timeline_of(plan, run, j, channels, probe, bucket_frame=frame if j == 0 else None)
-        for j in range(len(chosen))
-    ]
-    if channel_watermarks:
-        result[0].cached.append(out)
-    return result
+    return run
 
 
 def drain(run: Run, edges: np.ndarray) -> Iterator[pa.RecordBatch]:
