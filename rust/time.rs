@@ -10,20 +10,3 @@ pub const MIN_TICKS: Ticks = i64::MIN;
 
 /// Java's `Long.MAX_VALUE`: the end-of-input watermark.
 pub const MAX_TICKS: Ticks = i64::MAX;
-
-/// Ticks per second for the units the Python layer understands.
-///
-/// # Examples
-/// ```
-/// assert_eq!(floodmark::time::ticks_per_second("ms"), Some(1_000));
-/// assert_eq!(floodmark::time::ticks_per_second("fortnight"), None);
-/// ```
-pub fn ticks_per_second(unit: &str) -> Option<i64> {
-    match unit {
-        "s" => Some(1),
-        "ms" => Some(1_000),
-        "us" => Some(1_000_000),
-        "ns" => Some(1_000_000_000),
-        _ => None,
-    }
-}

@@ -108,6 +108,9 @@ def combine(emissions: Any, num_channels: int) -> Any: ...
 
 # --- windows ---------------------------------------------------------------------
 
+AGGREGATES: tuple[str, ...]
+DROP_REASONS: tuple[str, ...]
+
 def window_check(kind: str, size: int, slide: int, offset: int, gap: int) -> None: ...
 def window_assign(
     kind: str, size: int, slide: int, offset: int, gap: int, timestamp: int

@@ -10,8 +10,8 @@ row per record; the strategies that emit on records (punctuated, user generators
 per channel through :func:`floodmark.drive`, their streams merged by the builder.
 
 Columns hold ticks (int64); durations are ``timedelta`` (converted with the units) or
-ticks. Records are processed in the order ``(arrival, channel, event time, keys...)``,
-the same order the Spark stages use.
+ticks. Records are processed in the order ``(arrival, channel, event time, keys...)``
+(:func:`floodmark.vocabulary.processing_order`), the same order the Spark stages use.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
 from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index, strategy_in_ticks
+from floodmark.vocabulary import NULL_REASONS, tie_values
+from floodmark.vocabulary import processing_order as processing_order_of
 from floodmark.watermarks import drive
 
 
@@ -62,10 +64,10 @@ def processing_order(
     keys: Sequence[str] = (),
     ties: Sequence[str] = (),
 ) -> pa.Table:
-    """Sort by ``(arrival, channel, event time, keys..., ties...)``, nulls first, as
-    Spark sorts: the order of every stage (``ties``: the first/last aggregates' value
-    columns, see ``WindowPlan.tie_values``)."""
-    by = list(dict.fromkeys([arrival, channel, event_time, *keys, *ties]))
+    """Sort by :func:`floodmark.vocabulary.processing_order`, nulls first, as Spark
+    sorts: the order of every stage (``ties``: the first/last aggregates' value
+    columns, :func:`floodmark.vocabulary.tie_values`)."""
+    by = processing_order_of(arrival, channel, event_time, keys, ties)
     try:  # pyarrow >= 25: null placement per key
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in by])
     except (TypeError, ValueError):  # older pyarrow: one placement for every key
@@ -80,16 +82,8 @@ def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -
     channel), with the ``reason``, in the Spark functions' words."""
     invalid = pc.invert(valid_rows(table, event_time, arrival, channel))
     errors = table.filter(invalid)
-    reason = pc.case_when(
-        pc.make_struct(
-            pc.is_null(errors[event_time]),
-            pc.is_null(errors[arrival]),
-            pc.is_null(errors[channel]),
-        ),
-        "null_event_time",
-        "null_arrival",
-        "null_channel",
-    )
+    columns = (event_time, arrival, channel)  # in the order of NULL_REASONS
+    reason = pc.case_when(pc.make_struct(*[pc.is_null(errors[c]) for c in columns]), *NULL_REASONS)
     return errors.append_column("reason", reason)
 
 
@@ -205,8 +199,7 @@ def replay(
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
-    picks = [a[1] for a in aggs if not isinstance(a, str) and a[0] in ("first", "last")]
-    ties = list(dict.fromkeys(picks)) if window is not None else []
+    ties = tie_values(aggs) if window is not None else []
     table = processing_order(
         table.filter(valid_rows(table, ev, arrival, channel)), arrival, channel, ev, keys, ties
     )

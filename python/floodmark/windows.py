@@ -34,8 +34,8 @@ import pyarrow.compute as pc
 from floodmark import _core
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
+from floodmark.vocabulary import AGG_FUNCTIONS
 
-AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
 #: fired again by a late record within the allowed lateness.
 ON_TIME, LATE = "on_time", "late"

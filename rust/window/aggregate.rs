@@ -30,25 +30,30 @@ pub enum AggFn {
 }
 
 impl AggFn {
+    /// Every aggregate function, in the order of their codes (the Python layer's
+    /// list of names comes from here, through `_core.AGGREGATES`).
+    pub const ALL: [Self; 7] = [
+        Self::Count,
+        Self::Sum,
+        Self::Min,
+        Self::Max,
+        Self::Mean,
+        Self::First,
+        Self::Last,
+    ];
+
     /// Parses `count`, `sum`, `min`, `max`, `mean`, `first`, `last`.
     pub fn parse(name: &str) -> Result<Self> {
-        Ok(match name {
-            "count" => Self::Count,
-            "sum" => Self::Sum,
-            "min" => Self::Min,
-            "max" => Self::Max,
-            "mean" => Self::Mean,
-            "first" => Self::First,
-            "last" => Self::Last,
-            _ => {
-                return Err(Error::param(
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|f| f.name()).collect();
+                Error::param(
                     "aggs",
-                    format!(
-                        "unknown aggregate {name:?}; use count, sum, min, max, mean, first, last"
-                    ),
-                ))
-            }
-        })
+                    format!("unknown aggregate {name:?}; use {}", names.join(", ")),
+                )
+            })
     }
 
     /// The function's name.
@@ -69,17 +74,7 @@ impl AggFn {
     }
 
     pub(crate) fn from_code(code: u8) -> Option<Self> {
-        [
-            Self::Count,
-            Self::Sum,
-            Self::Min,
-            Self::Max,
-            Self::Mean,
-            Self::First,
-            Self::Last,
-        ]
-        .get(usize::from(code))
-        .copied()
+        Self::ALL.get(usize::from(code)).copied()
     }
 }
 
@@ -129,15 +124,6 @@ impl ValueCol<'_> {
         match self {
             Self::Int64(..) => ValueType::Int64,
             Self::Float64(..) => ValueType::Float64,
-        }
-    }
-
-    /// The raw bits of row `i`, or `None` if null.
-    #[inline]
-    fn bits(&self, i: usize) -> Option<u64> {
-        match *self {
-            Self::Int64(v, m) => m.map_or(true, |m| m[i]).then(|| v[i] as u64),
-            Self::Float64(v, m) => m.map_or(true, |m| m[i]).then(|| v[i].to_bits()),
         }
     }
 }
@@ -226,29 +212,6 @@ fn fold(cell: &mut Cell, func: AggFn, ty: ValueType, bits: u64, t: i64, s: u64) 
     cell.n += 1;
 }
 
-/// Adds row `row` (event time `t`, arrival sequence `s`) to the cells of one window.
-#[inline]
-pub fn add_row(
-    cells: &mut [Cell],
-    specs: &[AggSpec],
-    types: &[ValueType],
-    cols: &[ValueCol<'_>],
-    row: usize,
-    t: i64,
-    s: u64,
-) {
-    for (cell, spec) in cells.iter_mut().zip(specs) {
-        match spec.column {
-            None => cell.n += 1,
-            Some(c) => {
-                if let Some(bits) = cols[c].bits(row) {
-                    fold(cell, spec.func, types[c], bits, t, s);
-                }
-            }
-        }
-    }
-}
-
 /// An aggregate resolved against one batch's value columns, so that adding a row
 /// does no column lookup and no type dispatch.
 #[derive(Clone, Copy, Debug)]
@@ -264,8 +227,8 @@ enum Step<'a> {
     Float(AggFn, &'a [f64], Option<&'a [bool]>),
 }
 
-/// The aggregates of an operator resolved once per batch: [`add_row`] without the
-/// per-row lookups.
+/// The aggregates of an operator resolved once per batch, so that adding a row does
+/// no per-row lookup.
 #[derive(Clone, Debug)]
 pub(crate) struct RowAdder<'a> {
     steps: Vec<Step<'a>>,
@@ -293,8 +256,8 @@ impl<'a> RowAdder<'a> {
         Self { steps, count_sum }
     }
 
-    /// [`add_row`] for row `row` (event time `t`, arrival sequence `s`). Always
-    /// inlined: it is the operator's innermost loop.
+    /// Adds row `row` (event time `t`, arrival sequence `s`) to the cells of one
+    /// window. Always inlined: it is the operator's innermost loop.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     pub(crate) fn add(&self, cells: &mut [Cell], row: usize, t: i64, s: u64) {
@@ -416,21 +379,13 @@ mod tests {
     use super::*;
 
     fn specs() -> Vec<AggSpec> {
-        [
-            AggFn::Count,
-            AggFn::Sum,
-            AggFn::Min,
-            AggFn::Max,
-            AggFn::Mean,
-            AggFn::First,
-            AggFn::Last,
-        ]
-        .iter()
-        .map(|&f| AggSpec {
-            func: f,
-            column: (f != AggFn::Count).then_some(0),
-        })
-        .collect()
+        AggFn::ALL
+            .iter()
+            .map(|&f| AggSpec {
+                func: f,
+                column: (f != AggFn::Count).then_some(0),
+            })
+            .collect()
     }
 
     fn finish(cells: &[Cell], specs: &[AggSpec], types: &[ValueType]) -> Vec<AggColumn> {
@@ -446,15 +401,30 @@ mod tests {
     }
 
     #[test]
+    fn names_codes_and_parse_agree() {
+        for (i, f) in AggFn::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(f.code()), i);
+            assert_eq!(AggFn::from_code(f.code()), Some(f));
+            assert_eq!(AggFn::parse(f.name()).unwrap(), f);
+        }
+        let err = AggFn::parse("median").unwrap_err().to_string();
+        assert!(
+            err.contains("use count, sum, min, max, mean, first, last"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn int_aggregates_skip_nulls_and_wrap() {
         let sp = specs();
         let types = [ValueType::Int64];
         let vals = [5, i64::MAX, 3, 7];
         let valid = [true, true, false, true];
         let cols = [ValueCol::Int64(&vals, Some(&valid))];
+        let adder = RowAdder::new(&sp, &cols);
         let mut cells = vec![Cell::default(); sp.len()];
         for (row, t) in [(0, 10), (1, 5), (2, 1), (3, 5)] {
-            add_row(&mut cells, &sp, &types, &cols, row, t, row as u64);
+            adder.add(&mut cells, row, t, row as u64);
         }
         let out = finish(&cells, &sp, &types);
         assert_eq!(out[0], AggColumn::Int64(vec![Some(4)]));
@@ -470,19 +440,43 @@ mod tests {
     }
 
     #[test]
+    fn count_then_int_sum_wraps() {
+        // The pair the adder adds without its dispatch loop, and int sum alone.
+        let all = specs();
+        let sp = &all[..2];
+        let types = [ValueType::Int64];
+        let vals = [i64::MAX, 2, -5];
+        let cols = [ValueCol::Int64(&vals, None)];
+        for aggs in [sp, &sp[1..]] {
+            let adder = RowAdder::new(aggs, &cols);
+            let mut cells = vec![Cell::default(); aggs.len()];
+            for row in 0..vals.len() {
+                adder.add(&mut cells, row, 0, row as u64);
+            }
+            let out = finish(&cells, aggs, &types);
+            let sum = i64::MAX.wrapping_add(2).wrapping_sub(5);
+            assert_eq!(out.last(), Some(&AggColumn::Int64(vec![Some(sum)])));
+            if aggs.len() == 2 {
+                assert_eq!(out[0], AggColumn::Int64(vec![Some(3)]));
+            }
+        }
+    }
+
+    #[test]
     fn merge_equals_sequential() {
         let sp = specs();
         let types = [ValueType::Float64];
         let vals = [1.5, -2.0, 4.0, 0.5];
         let cols = [ValueCol::Float64(&vals, None)];
+        let adder = RowAdder::new(&sp, &cols);
         let times = [3, 1, 3, 0];
         let mut all = vec![Cell::default(); sp.len()];
         let mut a = all.clone();
         let mut b = all.clone();
         for (row, &t) in times.iter().enumerate() {
-            add_row(&mut all, &sp, &types, &cols, row, t, row as u64);
+            adder.add(&mut all, row, t, row as u64);
             let part = if row % 2 == 0 { &mut a } else { &mut b };
-            add_row(part, &sp, &types, &cols, row, t, row as u64);
+            adder.add(part, row, t, row as u64);
         }
         merge_cells(&mut b, &a, &sp, &types);
         assert_eq!(finish(&all, &sp, &types), finish(&b, &sp, &types));

@@ -5,11 +5,18 @@ use super::aggregate::{AggColumn, AggSpec, Cell, ValueType};
 use super::assigner::TimeWindow;
 use crate::time::Ticks;
 
-/// Why a record was dropped (neither in a window nor late).
+/// Why a record was dropped (neither in a window nor late). Every reason's text in
+/// floodmark comes from here (the Python layer reads them as `_core.DROP_REASONS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
     /// The event time is null.
     NullEventTime,
+    /// The arrival time is null: the watermark stages cannot place the record (the
+    /// window operator takes no arrival column, so it never gives this reason).
+    NullArrival,
+    /// The channel is null: the watermark stages cannot place the record (never
+    /// given by the window operator either).
+    NullChannel,
     /// The event time is `MIN` under tumbling/sliding windows (Flink fails the job).
     MinEventTime,
     /// The record landed in no live window and is not late by `ts + L <= wm`
@@ -18,10 +25,22 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// Every reason: first the watermark stages' (the null columns, in the order they
+    /// are tested), then the window operator's own.
+    pub const ALL: [Self; 5] = [
+        Self::NullEventTime,
+        Self::NullArrival,
+        Self::NullChannel,
+        Self::MinEventTime,
+        Self::NoWindow,
+    ];
+
     /// The reason as written in the `reason` column.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NullEventTime => "null_event_time",
+            Self::NullArrival => "null_arrival",
+            Self::NullChannel => "null_channel",
             Self::MinEventTime => "min_event_time",
             Self::NoWindow => "no_window",
         }

@@ -43,10 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(err))
     except SystemExit as err:  # --help
         return int(err.code or 0)
-    from floodmark.cli import commands
+    # commands never imports live (live builds on commands): ``demo --live`` goes there
+    # from here.
+    if args.command == "demo" and args.live:
+        from floodmark.cli.live import demo_live as handler
+    else:
+        from floodmark.cli.commands import dispatch as handler
 
     try:
-        return commands.dispatch(args, argv)
+        return handler(args, argv)
     except (UsageError, FloodmarkError) as err:
         return fail(str(err))
     except SparkFailure as err:

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from floodmark.time import format_duration
+from floodmark.vocabulary import AGG_FUNCTIONS
 
 #: Duration suffixes and their length in microseconds.
 DURATION_UNITS: dict[str, int] = {
@@ -24,7 +25,6 @@ DURATION_UNITS: dict[str, int] = {
     "h": 3_600_000_000,
     "d": 86_400_000_000,
 }
-AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 FORMATS = ("parquet", "csv", "json")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$")
 _EXAMPLES = "e.g. 1500us, 200ms, 5s, 1.5s, 1m, 1h"
@@ -240,7 +240,6 @@ def infer_format(path: str) -> str:
 
 
 __all__ = [
-    "AGG_FUNCTIONS",
     "FORMATS",
     "Agg",
     "WindowSpec",

@@ -429,16 +429,13 @@ DEMO_SPEC = PipelineSpec(
 
 
 def demo(args: argparse.Namespace, argv: list[str]) -> int:
-    """``floodmark demo``: generated stream, pipeline, report, Spark comparison;
-    ``--live``: :func:`floodmark.cli.live.demo_live`."""
+    """``floodmark demo``: generated stream, pipeline, report, Spark comparison
+    (``--live`` is :func:`floodmark.cli.live.demo_live`, called by
+    :func:`floodmark.cli.main`)."""
     import pyarrow.parquet as pq
 
     from floodmark.datagen import StreamSpec, generate
 
-    if args.live:
-        from floodmark.cli.live import demo_live
-
-        return demo_live(args, argv)
     rows = args.rows if args.rows is not None else DEFAULT_ROWS
 
     folder = OutputFolder.prepare(args.output, overwrite=args.overwrite, inputs=[], command=argv)

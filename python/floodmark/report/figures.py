@@ -199,7 +199,6 @@ __all__ = [
     "delay_stats",
     "downsample",
     "firing_delays",
-    "format_duration",
     "label",
     "min_channel_spans",
     "seconds_between",

@@ -42,6 +42,7 @@ from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
+from floodmark.vocabulary import SAFE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -126,7 +127,7 @@ def analyze_bounds(
             key_column(df, k, "key")
         ev, arr = base.event_time, base.arrival
         b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
-        if min(b_ticks) < 0 or max(b_ticks) >= 1 << 62:
+        if min(b_ticks) < 0 or max(b_ticks) >= SAFE:
             raise InvalidParameterError(
                 "bounds", "give bounds >= 0 and under 2^62 ticks of the event-time unit"
             )

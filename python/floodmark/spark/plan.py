@@ -23,12 +23,10 @@ from floodmark.spark.columns import (
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 from floodmark.timeline import PERIODIC_KINDS, strategy_in_ticks
+from floodmark.vocabulary import NULL_REASONS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-
-#: Why a row cannot be placed by the watermark stages, in the order they are tested.
-NULL_REASONS = ("null_event_time", "null_arrival", "null_channel")
 
 
 @dataclass(frozen=True)
@@ -152,7 +150,8 @@ def valid_rows(plan: WatermarkPlan) -> Column:
 
 
 def error_reason(plan: WatermarkPlan) -> Column:
-    """Why a row cannot be placed (one of :data:`NULL_REASONS`; null when it can)."""
+    """Why a row cannot be placed (one of :data:`floodmark.vocabulary.NULL_REASONS`;
+    null when it can)."""
     from pyspark.sql import functions as F
 
     columns = (plan.event_time.name, plan.arrival.name, plan.channel)
@@ -163,7 +162,6 @@ def error_reason(plan: WatermarkPlan) -> Column:
 
 
 __all__ = [
-    "NULL_REASONS",
     "WatermarkPlan",
     "error_reason",
     "make_plan",

@@ -943,9 +943,8 @@ class KafkaBatchReader(_KafkaReading, DataSourceReader):
 # MockKafka: librdkafka's mock cluster through its C API (the Python client has none).
 # --------------------------------------------------------------------------------------
 
-#: The mock cluster keeps the last 5 MB of record batches per partition (as produced,
-#: compressed), and at most 100,000 batches (librdkafka's ``rdkafka_mock.c``).
-MOCK_RETENTION_BYTES = 5 * 1024 * 1024
+# The mock cluster keeps the last 5 MB of record batches per partition (as produced,
+# compressed), and at most 100,000 batches (librdkafka's ``rdkafka_mock.c``).
 
 
 def _librdkafka() -> ctypes.CDLL:

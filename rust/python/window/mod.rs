@@ -3,6 +3,8 @@
 
 use pyo3::prelude::*;
 
+use crate::window::{AggFn, DropReason};
+
 mod arrow_in;
 mod arrow_out;
 mod assign;
@@ -12,5 +14,10 @@ mod operator;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     assign::register(m)?;
     m.add_class::<operator::PyWindowOperator>()?;
+    // The vocabulary the Python layer reads instead of writing it again.
+    let aggregates: Vec<&str> = AggFn::ALL.iter().map(|f| f.name()).collect();
+    m.add("AGGREGATES", pyo3::types::PyTuple::new(m.py(), aggregates)?)?;
+    let reasons: Vec<&str> = DropReason::ALL.iter().map(|r| r.as_str()).collect();
+    m.add("DROP_REASONS", pyo3::types::PyTuple::new(m.py(), reasons)?)?;
     Ok(())
 }

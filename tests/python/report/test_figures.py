@@ -9,7 +9,7 @@ import pyarrow as pa
 import synthetic
 
 from floodmark.report import figures
-from floodmark.time import I64_MAX, I64_MIN
+from floodmark.time import I64_MAX, I64_MIN, format_duration
 
 
 def test_firing_delay_is_exact_on_time_only_and_mixed_units() -> None:
@@ -85,9 +85,9 @@ def test_downsample_keeps_ends_and_caps_points() -> None:
 
 
 def test_format_duration_and_label() -> None:
-    assert figures.format_duration(timedelta(seconds=5)) == "5s"
-    assert figures.format_duration(timedelta(milliseconds=200)) == "200ms"
-    assert figures.format_duration(timedelta(microseconds=1500)) == "1500us"
-    assert figures.format_duration(timedelta(minutes=1)) == "1m"
-    assert figures.format_duration(timedelta(0)) == "0s"
+    assert format_duration(timedelta(seconds=5)) == "5s"
+    assert format_duration(timedelta(milliseconds=200)) == "200ms"
+    assert format_duration(timedelta(microseconds=1500)) == "1500us"
+    assert format_duration(timedelta(minutes=1)) == "1m"
+    assert format_duration(timedelta(0)) == "0s"
     assert figures.label(None) == "-" and figures.label(1234) == "1,234"

@@ -25,6 +25,7 @@ from floodmark import (
 from floodmark.spark import window_aggregate, windows
 from floodmark.spark.windows import native as native_windows
 from floodmark.time import I64_MAX, I64_MIN
+from floodmark.vocabulary import SAFE
 
 MS10 = timedelta(milliseconds=10)
 COLUMNS = ["partition", "event_time", "arrival", "key", "value"]
@@ -220,7 +221,7 @@ def test_other_stages_run_the_keyed_operator(spark: Any, kw: dict[str, Any]) -> 
 
 def test_event_times_near_the_ends_of_long_run_the_keyed_operator(spark: Any) -> None:
     rows = [(c, t, t, 0, t) for t in range(0, 100, 5) for c in (0, 1)]
-    rows.append((0, native_windows.SAFE, 100, 0, 0))
+    rows.append((0, SAFE, 100, 0, 0))
     out = run(spark, stream(rows))
     assert out.cached is not None
     assert out.results.count() > 0

@@ -40,7 +40,6 @@ from floodmark.spark.windows.aggregates import merged, row_parts
 from floodmark.spark.windows.native import (
     _WM,
     _WS,
-    SAFE,
     finished,
     firing_columns,
     last_window_start,
@@ -51,6 +50,7 @@ from floodmark.spark.windows.native import (
     with_pairs,
 )
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
+from floodmark.vocabulary import SAFE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

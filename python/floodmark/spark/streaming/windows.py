@@ -381,15 +381,7 @@ class StreamingWindows(BatchHandler):
             )
             records = records.unionByName(states, allowMissingColumns=True)
         parts = self.num_partitions or default_partitions(spark)
-        order = [
-            _GROUP,
-            _KIND,
-            ARRIVAL,
-            *([quote(channel)] if channel not in keys else []),
-            TS,
-            *map(quote, keys),
-            *map(quote, wplan.tie_values()),
-        ]
+        order = [_GROUP, _KIND, *map(quote, wplan.processing_order())]
         ordered = records.repartition(parts, _GROUP).sortWithinPartitions(*order)
         names = ordered.columns
         times, wms = segment.advances()

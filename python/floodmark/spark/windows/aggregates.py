@@ -11,7 +11,7 @@ query, the partial aggregates of windows still open carried from batch to batch.
 * ``min`` / ``max``;
 * ``first`` / ``last``: the value at the smallest / largest ``(event time, arrival,
   channel, first/last values)`` among non-null values (the runner's order; see
-  :meth:`WindowPlan.tie_values`): the minimum / maximum of that struct with the value
+  :meth:`WindowPlan.pick_order`): the minimum / maximum of that struct with the value
   last.
 """
 
@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from floodmark.spark.columns import quote
-from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan, agg_name
+from floodmark.spark.windows.plan import WindowPlan, agg_name
+from floodmark.vocabulary import PICKS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -54,10 +55,9 @@ def row_parts(plan: WindowPlan, i: int, agg: Agg) -> list[tuple[str, Column]]:
         cols = [value.bitwiseAND(F.lit(_LOW32)), F.shiftright(value, 32)]
     elif func in ("min", "max"):
         cols = [value]
-    else:  # first / last: by event time, ties by arrival, channel, first/last values
-        ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
-        channel = F.col(quote(plan.wm.channel))
-        order = F.struct(F.col(TS), F.col(ARRIVAL), channel, *ties, value.alias("value"))
+    else:  # first / last: by event time, then processing order
+        by = [F.col(quote(c)) for c in plan.pick_order()]  # the ties (after 3) as bigint
+        order = F.struct(*by[:3], *[c.cast("bigint") for c in by[3:]], value.alias("value"))
         cols = [F.when(value.isNotNull(), order)]
     return list(zip(names, cols, strict=True))
 
@@ -97,7 +97,7 @@ def result(i: int, agg: Agg, p: Parts) -> Column:
     names = part_names(i, agg)
     if isinstance(agg, str) or agg[0] in ("min", "max"):
         out = p(names[0])
-    elif agg[0] in ("first", "last"):
+    elif agg[0] in PICKS:
         out = p(names[0]).getField("value")
     else:
         low, high = p(names[0]), p(names[1])

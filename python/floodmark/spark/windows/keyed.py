@@ -71,11 +71,7 @@ def keyed_outputs(
     # The documented order (arrival, channel, event time, key, first/last values);
     # the channel is sent unless it is a key (as a value column, if it is one).
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
-        ARRIVAL,
-        *([quote(channel)] if channel not in keys else []),
-        TS,
-        *map(quote, keys),
-        *map(quote, plan.tie_values()),
+        *map(quote, plan.processing_order())
     )
     # mapInArrow resolves every column by name, reading a dot as a struct field: the
     # runner gets positional names and restores the real ones.

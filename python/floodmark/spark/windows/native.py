@@ -60,12 +60,11 @@ from floodmark.spark.timeline import LateProbe, Timeline
 from floodmark.spark.windows.aggregates import ORDER_FREE, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
+from floodmark.vocabulary import SAFE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-#: Event times and watermarks within this bound keep the window arithmetic in range.
-SAFE = 1 << 62
 #: With allowed lateness, the most records that may refire (bounded by the timeline)
 #: for which the windows they refire are broadcast; above it, the keyed operator runs.
 MAX_REFIRINGS = 2_000_000
@@ -312,9 +311,11 @@ def refirings(
         same = same & F.col(quote(k)).eqNullSafe(F.col(f"__fm_refired{j}"))
     chosen = F.broadcast(refired.distinct())
     row_specs = [part for i, a in enumerate(plan.aggs) for part in row_parts(plan, i, a)]
-    channel = [F.col(quote(plan.wm.channel))] if plan.wm.channel not in plan.keys else []
-    ties = [F.col(quote(v)).cast("bigint") for v in plan.tie_values()]
-    ordering = [F.col(ARRIVAL), *channel, F.col(TS), *keys, *ties]
+    tie_only = set(plan.tie_values()) - {plan.wm.channel, *plan.keys}  # compared as bigint
+    ordering = [
+        F.col(quote(c)).cast("bigint") if c in tie_only else F.col(quote(c))
+        for c in plan.processing_order()
+    ]
     rows = (
         pairs.where(is_open)
         .join(chosen, same, "left_semi")

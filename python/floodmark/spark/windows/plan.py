@@ -9,9 +9,9 @@ from typing import Any
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.plan import WatermarkPlan
+from floodmark.vocabulary import AGG_FUNCTIONS, processing_order, tie_values
 
 TS, ARRIVAL, REFIRE = "__fm_ts", "__fm_arrival", "__fm_refire"
-AGG_FUNCTIONS = ("sum", "min", "max", "mean", "first", "last")
 
 
 def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, str]]:
@@ -56,8 +56,19 @@ class WindowPlan:
         Records equal in (arrival, channel, event time, key) are processed in the order
         of these (ascending, nulls first), so that which value is first or last does
         not depend on the order in which Spark delivers them."""
-        picks = [a[1] for a in self.aggs if not isinstance(a, str) and a[0] in ("first", "last")]
-        return list(dict.fromkeys(picks))
+        return tie_values(self.aggs)
+
+    def processing_order(self) -> list[str]:
+        """The columns of the records sent to the window operator (``TS``, ``ARRIVAL``)
+        that order them, as :func:`floodmark.vocabulary.processing_order`."""
+        return processing_order(ARRIVAL, self.wm.channel, TS, self.keys, self.tie_values())
+
+    def pick_order(self) -> list[str]:
+        """The columns that decide which value is ``first``/``last`` in a window, as
+        the engine decides it: the event time, then the position in the processing
+        order, which within one key and event time is (arrival, channel, ties). The
+        channel stays even when it is a key, so that the parts keep their shape."""
+        return [TS, ARRIVAL, self.wm.channel, *self.tie_values()]
 
     def sent_columns(self) -> list[str]:
         chan = [self.wm.channel] if self.send_channel else []
@@ -65,4 +76,4 @@ class WindowPlan:
         return [*self.keys, TS, ARRIVAL, *chan, *vals]
 
 
-__all__ = ["AGG_FUNCTIONS", "ARRIVAL", "REFIRE", "TS", "WindowPlan", "agg_name", "parse_aggs"]
+__all__ = ["ARRIVAL", "REFIRE", "TS", "WindowPlan", "agg_name", "parse_aggs"]

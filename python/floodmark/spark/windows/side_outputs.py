@@ -41,14 +41,10 @@ from floodmark.spark.lookup import in_force_column
 from floodmark.spark.plan import error_reason, valid_rows
 from floodmark.spark.timeline import Timeline
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
+from floodmark.vocabulary import SAFE, SAFE_PARAM
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-
-#: Event times within this bound of zero cannot overflow the window arithmetic.
-SAFE = 1 << 62
-#: Window parameters (size, slide, gap, |offset|) below this keep it in range too.
-SAFE_PARAM = 1 << 60
 
 
 def late_candidates(spark: SparkSession, plan: WindowPlan, timeline: Timeline) -> Column | None:

@@ -1,0 +1,67 @@
+"""The words and rules every layer shares, each written once: the aggregate names and
+the drop reasons (both from the engine, ``floodmark._core``), the order in which
+records are processed, and the bound that keeps the Spark layer's window arithmetic in
+range."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from floodmark import _core
+
+#: Every aggregate the window operator computes, as the engine names them.
+AGGREGATES: tuple[str, ...] = tuple(_core.AGGREGATES)
+#: The aggregates over a value column (``(function, column)``): all but ``count``.
+AGG_FUNCTIONS: tuple[str, ...] = tuple(a for a in AGGREGATES if a != "count")
+#: The aggregates whose value depends on the order of tied records.
+PICKS: tuple[str, ...] = ("first", "last")
+
+#: Every drop reason, as the engine words them: the watermark stages' (a null event
+#: time, arrival or channel, in the order they are tested), then the window operator's.
+DROP_REASONS: tuple[str, ...] = tuple(_core.DROP_REASONS)
+NULL_EVENT_TIME, NULL_ARRIVAL, NULL_CHANNEL, MIN_EVENT_TIME, NO_WINDOW = DROP_REASONS
+#: The reasons the watermark stages give, in the order they are tested.
+NULL_REASONS: tuple[str, ...] = (NULL_EVENT_TIME, NULL_ARRIVAL, NULL_CHANNEL)
+
+#: Event times and watermarks within this bound of zero keep the Spark layer's window
+#: arithmetic from overflowing.
+SAFE = 1 << 62
+#: Window parameters (size, slide, gap, ``|offset|``) below this keep it in range too.
+SAFE_PARAM = 1 << 60
+
+
+def tie_values(aggs: Sequence[str | tuple[str, str]]) -> list[str]:
+    """The value columns of the ``first``/``last`` aggregates, in the order given,
+    each once."""
+    picks = [a[1] for a in aggs if not isinstance(a, str) and a[0] in PICKS]
+    return list(dict.fromkeys(picks))
+
+
+def processing_order(
+    arrival: str, channel: str, event_time: str, keys: Sequence[str], ties: Sequence[str]
+) -> list[str]:
+    """The columns that order the records, each once: ``(arrival, channel, event
+    time, keys..., ties...)``, the channel in its place among the keys if it is one.
+    Records equal in all of them are interchangeable; ``ties`` (the ``first``/``last``
+    values, :func:`tie_values`) make which value is first or last independent of the
+    order in which Spark delivers them."""
+    chan = [] if channel in keys else [channel]
+    return list(dict.fromkeys([arrival, *chan, event_time, *keys, *ties]))
+
+
+__all__ = [
+    "AGGREGATES",
+    "AGG_FUNCTIONS",
+    "DROP_REASONS",
+    "MIN_EVENT_TIME",
+    "NO_WINDOW",
+    "NULL_ARRIVAL",
+    "NULL_CHANNEL",
+    "NULL_EVENT_TIME",
+    "NULL_REASONS",
+    "PICKS",
+    "SAFE",
+    "SAFE_PARAM",
+    "processing_order",
+    "tie_values",
+]
