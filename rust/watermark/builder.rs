@@ -35,6 +35,15 @@
 //! per channel elsewhere; their output streams are merged by a builder made with
 //! [`TimelineBuilder::for_emissions`] and [`TimelineBuilder::push_emissions`].
 //!
+//! # Topology
+//!
+//! By default each channel is one source subtask: its output reaches the valve
+//! directly. [`TimelineBuilder::with_subtasks`] reads several channels per subtask
+//! (Flink's multiplexer per subtask, then the valve over the subtasks), and
+//! [`TimelineBuilder::with_channel_ends`] ends each channel's input separately (its
+//! watermark becomes `MAX` after its last record). `docs/semantics.md` says which
+//! Flink job each setting equals.
+//!
 //! # Incremental
 //!
 //! The output of a stream cut into any chunks equals the output of the whole, and a

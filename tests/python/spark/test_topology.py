@@ -111,3 +111,21 @@ def test_refused_before_any_job(spark: Any, table: pa.Table) -> None:
             source_parallelism=7,  # type: ignore[arg-type]
         )
     assert perr.value.parameter == "source_parallelism"
+
+
+def test_analyze_bounds_runs_on_the_topology(spark: Any, table: pa.Table) -> None:
+    """Every candidate runs on the subtasks; the late records (``ts <= watermark``)
+    are those of replay's."""
+    from floodmark.spark import analyze_bounds
+
+    df = spark.createDataFrame(table)
+    window = TumblingEventTimeWindows.of(timedelta(seconds=10))
+    kw = {"bounds": [timedelta(seconds=1)], "window": window, "key": "key"}
+    topo = {"source_parallelism": 4, "topic": "events"}
+    got = analyze_bounds(df, idle_timeouts=[timedelta(seconds=3)], **COLUMNS, **kw, **topo)  # type: ignore[arg-type]
+    want = replay(table, STRATEGY, window=window, key="key", **COLUMNS, **topo)  # type: ignore[arg-type]
+    assert got["late"].to_pylist() == [sum(want.records["is_late"].to_pylist())]
+    # The option reaches the builder: a subtask reading none of the 6 partitions.
+    with pytest.raises(InvalidParameterError) as err:
+        analyze_bounds(df, **COLUMNS, **kw, source_parallelism=7)  # type: ignore[arg-type]
+    assert err.value.parameter == "source_parallelism"
