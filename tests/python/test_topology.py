@@ -354,3 +354,38 @@ def test_per_channel_never_fires_later_and_accounts_for_every_record(
     tl_t, tl_a = timeline_rows(together), timeline_rows(apart)
     for t in {time for time, _, _ in tl_t + tl_a}:
         assert watermark_at(tl_a, t) >= watermark_at(tl_t, t)
+
+
+def test_builder_snapshot_keeps_the_topology_and_refuses_another() -> None:
+    from floodmark.exceptions import SnapshotError
+    from floodmark.timeline import TimelineBuilder
+
+    s = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(250)
+
+    def make(**kw: Any) -> TimelineBuilder:
+        return TimelineBuilder(s, 3, emit_interval=100, **kw)
+
+    topo = {"subtasks": [0, 1, 0], "end_buckets": [5, 5, 3]}
+    a = make(**topo)
+    a.push([0, 1, 2], [50, 60, 70], [10, 20, 30])
+    first = a.take_timeline()
+    snap = a.snapshot()
+    b = make(**topo)
+    b.restore(snap)
+    assert b.snapshot() == snap
+    for other in (make(), make(subtasks=[0, 1, 1]), make(subtasks=[0, 1, 0])):
+        with pytest.raises(SnapshotError):
+            other.restore(snap)
+    for x in (a, b):
+        x.push([0, 1], [450, 460], [100, 200])
+        x.finish()
+    tail = a.take_timeline()
+    assert tail.to_pylist() == b.take_timeline().to_pylist()
+    assert (first.num_rows + tail.num_rows) > 0
+    assert a.watermark == I64_MAX  # every channel ended
+    # min_channel names a channel (partition index), not a subtask.
+    assert a.channel_status(2) == (I64_MAX, False)
+    with pytest.raises(InvalidInputError) as err:  # a row after its channel's end
+        c = make(**topo)
+        c.push([2], [350], [1])
+    assert err.value.column == "arrival"
