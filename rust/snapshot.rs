@@ -203,6 +203,11 @@ impl<'a> Reader<'a> {
         self.take(n)
     }
 
+    /// True when every byte was read (an optional trailing section is absent).
+    pub fn at_end(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+
     /// Fails unless every byte was read.
     pub fn finish(self) -> Result<()> {
         if self.pos == self.buf.len() {

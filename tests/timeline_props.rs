@@ -190,3 +190,134 @@ proptest! {
         }
     }
 }
+
+/// The last bucket of each channel's rows (the grid's first bucket for a channel
+/// without rows): its end for `end_of_input="per_channel"`.
+fn ends_of(data: &[(usize, i64, i64)], channels: usize) -> Vec<i64> {
+    let mut ends = vec![data[0].1; channels];
+    for &(c, b, _) in data {
+        ends[c] = ends[c].max(b);
+    }
+    ends
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn one_channel_per_subtask_equals_the_default(
+        gen in generator(),
+        channels in 1usize..5,
+        interval in 1i64..30,
+        data in stream(4),
+    ) {
+        // A multiplexer over one split passes its output unchanged.
+        let data: Vec<_> = data.into_iter().map(|(c, b, t)| (c % channels, b, t)).collect();
+        let rows = bucket_rows(&data);
+        let mut a = TimelineBuilder::new(gen.clone(), channels, interval).unwrap();
+        let mut b = TimelineBuilder::new(gen, channels, interval)
+            .unwrap()
+            .with_subtasks((0..channels).collect(), channels)
+            .unwrap();
+        let (mut ia, mut ib) = (Vec::new(), Vec::new());
+        a.push(&rows, &mut ia).unwrap();
+        b.push(&rows, &mut ib).unwrap();
+        a.finish().unwrap();
+        b.finish().unwrap();
+        prop_assert_eq!(b.take_timeline(), a.take_timeline());
+        prop_assert_eq!(ib, ia);
+    }
+
+    #[test]
+    fn subtasks_and_ends_in_chunks_with_snapshots_equal_the_whole(
+        gen in generator(),
+        interval in 1i64..30,
+        data in stream(4),
+        owner in prop::collection::vec(0usize..2, 4),
+        per_channel in any::<bool>(),
+        cuts in prop::collection::vec(0usize..40, 0..6),
+    ) {
+        let mut owner = owner;
+        owner[0] = 0;
+        owner[3] = 1; // both subtasks read a channel
+        let rows = bucket_rows(&data);
+        let make = || {
+            let b = TimelineBuilder::new(gen.clone(), 4, interval)
+                .unwrap()
+                .with_subtasks(owner.clone(), 2)
+                .unwrap();
+            if per_channel {
+                b.with_channel_ends(ends_of(&data, 4)).unwrap()
+            } else {
+                b
+            }
+        };
+        let mut whole = make();
+        whole.keep_emissions(true);
+        let mut in_whole = Vec::new();
+        whole.push(&rows, &mut in_whole).unwrap();
+        whole.finish().unwrap();
+        let (want_tl, want_em) = (whole.take_timeline(), whole.take_emissions());
+        if per_channel {
+            prop_assert_eq!(whole.watermark(), i64::MAX);
+        }
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(rows.len())).collect();
+        cuts.sort_unstable();
+        cuts.push(rows.len());
+        let mut b = make();
+        b.keep_emissions(true);
+        let (mut tl, mut em, mut in_parts) = (Vec::new(), Vec::new(), Vec::new());
+        let mut from = 0;
+        for &to in &cuts {
+            b.push(&rows[from..to], &mut in_parts).unwrap();
+            tl.extend(b.take_timeline());
+            em.extend(b.take_emissions());
+            let snap = b.snapshot();
+            b = TimelineBuilder::restore(&snap).unwrap();
+            prop_assert_eq!(b.snapshot(), snap);
+            from = to;
+        }
+        b.finish().unwrap();
+        tl.extend(b.take_timeline());
+        em.extend(b.take_emissions());
+        prop_assert_eq!(tl, want_tl);
+        prop_assert_eq!(em, want_em);
+        prop_assert_eq!(in_parts, in_whole);
+    }
+
+    #[test]
+    fn ending_per_channel_never_holds_a_watermark_back(
+        gen in generator(),
+        channels in 1usize..5,
+        interval in 1i64..30,
+        data in stream(4),
+        subtasks in any::<bool>(),
+    ) {
+        // Per row, the combined watermark in force with per-channel ends is at least
+        // the one with the ends together, and the timeline ends at MAX.
+        let data: Vec<_> = data.into_iter().map(|(c, b, t)| (c % channels, b, t)).collect();
+        let rows = bucket_rows(&data);
+        let make = || {
+            let b = TimelineBuilder::new(gen.clone(), channels, interval).unwrap();
+            if subtasks && channels > 1 {
+                let owner = (0..channels).map(|c| c % 2).collect();
+                b.with_subtasks(owner, 2).unwrap()
+            } else {
+                b
+            }
+        };
+        let mut together = make();
+        let mut apart = make().with_channel_ends(ends_of(&data, channels)).unwrap();
+        let (mut it, mut ia) = (Vec::new(), Vec::new());
+        together.push(&rows, &mut it).unwrap();
+        apart.push(&rows, &mut ia).unwrap();
+        together.finish().unwrap();
+        apart.finish().unwrap();
+        for (t, a) in it.iter().zip(&ia) {
+            prop_assert!(a.combined >= t.combined);
+        }
+        prop_assert_eq!(apart.watermark(), i64::MAX);
+        let last = apart.take_timeline();
+        prop_assert!(last.last().is_some_and(|r| r.watermark == i64::MAX && r.advance));
+    }
+}

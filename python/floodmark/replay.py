@@ -28,7 +28,14 @@ import pyarrow.compute as pc
 from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
-from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index, strategy_in_ticks
+from floodmark.timeline import (
+    PERIODIC_KINDS,
+    TimelineBuilder,
+    channel_index,
+    check_topology,
+    strategy_in_ticks,
+    subtasks_of,
+)
 from floodmark.vocabulary import NULL_REASONS, tie_values
 from floodmark.vocabulary import processing_order as processing_order_of
 from floodmark.watermarks import drive
@@ -103,17 +110,42 @@ def watermarks(
     event_time: np.ndarray,
     interval: int,
     marker: pa.Array | None = None,
+    *,
+    subtasks: list[int] | None = None,
+    source_parallelism: int | None = None,
+    per_channel_end: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, pa.RecordBatch]:
     """``(channel watermark, combined watermark, timeline)`` of records in arrival
-    order (``channel`` the index of each record's channel); ``strategy`` in ticks."""
+    order (``channel`` the index of each record's channel); ``strategy`` in ticks.
+    ``subtasks``: each channel's source subtask; ``per_channel_end``: each channel's
+    input ends after its last record (see :class:`TimelineBuilder`)."""
     if strategy.kind in PERIODIC_KINDS:
-        builder = TimelineBuilder(strategy, num_channels, emit_interval=interval)
+        ends = None
+        if per_channel_end:
+            last = np.full(num_channels, I64_MIN, dtype=np.int64)
+            np.maximum.at(last, channel, arrival)
+            probe = TimelineBuilder(strategy, 0, emit_interval=interval)
+            ends = [probe.bucket_of(int(a)) for a in last]
+        builder = TimelineBuilder(
+            strategy,
+            num_channels,
+            emit_interval=interval,
+            subtasks=subtasks,
+            source_parallelism=source_parallelism,
+            end_buckets=ends,
+        )
         in_force = builder.push(channel, arrival, event_time)
         builder.finish()
         return (
             in_force.channel_watermark.to_numpy(zero_copy_only=False),
             in_force.watermark.to_numpy(zero_copy_only=False),
             builder.take_timeline(),
+        )
+    if subtasks is not None or per_channel_end:
+        raise InvalidParameterError(
+            "source_parallelism" if subtasks is not None else "end_of_input",
+            "runs with the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not {strategy.kind!r}",
         )
     # Generators that emit on records: each channel through the driver, then the valve.
     channel_wm = np.full(len(arrival), I64_MIN, dtype=np.int64)
@@ -162,11 +194,24 @@ def replay(
     key: str | Sequence[str] = (),
     aggs: Sequence[str | tuple[str, str]] = ("count",),
     allowed_lateness: Duration = 0,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
+    end_of_input: str = "together",
 ) -> Replay:
     """Run watermarks (and windows, if ``window`` is given) over ``table`` in-process.
 
     Every strategy runs here, the punctuated one reading its marker column (watermarks
     in event-time ticks) and user Python generators too.
+
+    The topology (``docs/semantics.md``, "Which Flink job"): by default each channel is
+    one source subtask reading one partition, and all channels end together after the
+    whole input. ``source_parallelism=n`` reads the channels as Kafka partition numbers
+    spread over ``n`` subtasks as Flink's Kafka source assigns them (``topic``: the
+    topic name its start index is hashed from; default start index 0); each subtask
+    combines its partitions with Flink's multiplexer, the valve combines the subtasks.
+    ``end_of_input="per_channel"`` ends each channel right after its own last record
+    (its watermark becomes ``MAX``), as a bounded source's splits end. Both run with the
+    periodic strategies only.
 
     Example:
         Two channels, bound 10 ms: the combined watermark is the minimum over the
@@ -185,9 +230,15 @@ def replay(
         [{'window_start': 0, 'count': 2}, {'window_start': 100, 'count': 2}]
 
     Raises:
-        InvalidParameterError: no event-time column named, a bad strategy or duration.
+        InvalidParameterError: no event-time column named, a bad strategy or duration,
+            a bad topology option (naming it), or a topology option with a strategy
+            that emits on records.
+        InvalidInputError: with ``source_parallelism``, a channel that is not a
+            partition number.
     """
     from floodmark.windows import WindowOperator
+
+    check_topology(source_parallelism, topic, end_of_input)
 
     ev = event_time or strategy.timestamp_column
     if ev is None:
@@ -210,7 +261,19 @@ def replay(
     if resolved.kind == "punctuated":
         assert resolved.marker_column is not None
         marker = table[resolved.marker_column].combine_chunks()
-    channel_wm, wm, tl = watermarks(resolved, chan_idx, len(channels), arr, ts, interval, marker)
+    owners = subtasks_of(channels, source_parallelism, topic, channel)
+    channel_wm, wm, tl = watermarks(
+        resolved,
+        chan_idx,
+        len(channels),
+        arr,
+        ts,
+        interval,
+        marker,
+        subtasks=owners,
+        source_parallelism=source_parallelism,
+        per_channel_end=end_of_input == "per_channel",
+    )
     is_late = (wm > I64_MIN) & (ts <= wm)
     records = (
         table.append_column("channel_watermark", pa.array(channel_wm))

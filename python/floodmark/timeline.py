@@ -16,6 +16,7 @@ of it. The exact timing model is in ``rust/watermark/builder.rs`` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.arrays import to_int64_array
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 
@@ -66,6 +67,73 @@ def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndar
     channels = channels.take(pc.sort_indices(channels))
     index = pc.index_in(values, value_set=channels)
     return channels, index.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+#: How a bounded input ends: every channel together after all the input (a slice of an
+#: ongoing stream), or each channel right after its own last record (data that truly
+#: ends per partition, as a bounded Flink source's splits do). See ``docs/semantics.md``.
+END_OF_INPUT = ("together", "per_channel")
+
+
+def check_topology(source_parallelism: object, topic: object, end_of_input: object) -> None:
+    """Checks the topology options (``source_parallelism``, ``topic``,
+    ``end_of_input``) of :func:`floodmark.replay` and the Spark functions.
+
+    Raises:
+        InvalidParameterError: naming the option that is wrong.
+    """
+    if source_parallelism is not None and (
+        isinstance(source_parallelism, bool)
+        or not isinstance(source_parallelism, int)
+        or source_parallelism < 1
+    ):
+        raise InvalidParameterError(
+            "source_parallelism", f"expected None or an int >= 1, got {source_parallelism!r}"
+        )
+    if topic is not None:
+        if not isinstance(topic, str):
+            raise InvalidParameterError("topic", f"expected a str, got {type(topic).__name__}")
+        if source_parallelism is None:
+            raise InvalidParameterError(
+                "topic",
+                "it places the partitions on the source subtasks, which needs "
+                "source_parallelism=; give it, or drop topic",
+            )
+    if end_of_input not in END_OF_INPUT:
+        raise InvalidParameterError(
+            "end_of_input", f"expected one of {', '.join(END_OF_INPUT)}, got {end_of_input!r}"
+        )
+
+
+def subtasks_of(
+    channels: pa.Array, source_parallelism: int | None, topic: str | None, column: str
+) -> list[int] | None:
+    """The source subtask of each channel (Kafka partition number, in the valve's
+    order), as Flink's Kafka source enumerator assigns partitions to its
+    ``source_parallelism`` readers: ``(start + partition) % source_parallelism`` with
+    ``start = ((topic.hashCode() * 31) & 0x7FFFFFFF) % source_parallelism`` (Java's
+    ``String.hashCode``), or ``start = 0`` without a ``topic``. None when
+    ``source_parallelism`` is None (one subtask per channel).
+
+    Raises:
+        InvalidInputError: naming ``column`` when a channel is not a partition number
+            (an integer >= 0).
+    """
+    if source_parallelism is None or len(channels) == 0:
+        return None
+    if not pa.types.is_integer(channels.type):
+        raise InvalidInputError(
+            column,
+            "source_parallelism assigns Kafka partitions to subtasks, so the "
+            f"channels must be partition numbers (integers >= 0), got type {channels.type}",
+        )
+    partitions = channels.to_pylist()
+    if any(p < 0 for p in partitions):
+        bad = min(partitions)
+        raise InvalidInputError(
+            column, f"a Kafka partition number is >= 0, got {bad} (with source_parallelism)"
+        )
+    return _core.kafka_split_owners(topic, partitions, source_parallelism)
 
 
 #: The strategies whose watermarks depend only on the largest event time so far and
@@ -142,6 +210,15 @@ class TimelineBuilder:
         unit: the tick unit of times and durations.
         keep_emissions: keep every channel's own output stream for
             :meth:`take_emissions` (it grows with channels x time: off by default).
+        subtasks: several channels per source subtask: the subtask index of each
+            channel (:func:`subtasks_of`). Each subtask combines its channels with
+            Flink's multiplexer, the valve combines the subtasks. None: one subtask
+            per channel.
+        source_parallelism: the number of subtasks (default: the largest of
+            ``subtasks`` plus one); each must read at least one channel.
+        end_buckets: end each channel's input separately (``end_of_input=
+            "per_channel"``): the grid bucket of each channel's last records; its
+            watermark becomes ``MAX`` right after the emission at that bucket's grid time.
 
     Raises:
         InvalidParameterError: a strategy that emits on records (punctuated, a user
@@ -168,6 +245,9 @@ class TimelineBuilder:
         emit_interval: Duration = timedelta(milliseconds=200),
         unit: str = "ms",
         keep_emissions: bool = False,
+        subtasks: Sequence[int] | None = None,
+        source_parallelism: int | None = None,
+        end_buckets: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(strategy, WatermarkStrategy):
             raise InvalidParameterError(
@@ -175,8 +255,16 @@ class TimelineBuilder:
             )
         generator = strategy.create_generator(unit)._inner
         interval = to_ticks(emit_interval, unit, "emit_interval")
+        owners = None if subtasks is None else [int(s) for s in subtasks]
+        n_sub = source_parallelism or (max(owners) + 1 if owners else 0)
         self._inner = _core._TimelineBuilder(
-            generator, _count(num_channels), interval, keep_emissions
+            generator,
+            _count(num_channels),
+            interval,
+            keep_emissions,
+            owners,
+            n_sub,
+            None if end_buckets is None else [int(e) for e in end_buckets],
         )
         self.interval = interval
 
@@ -324,10 +412,13 @@ def _count(num_channels: object) -> int:
 
 __all__ = [
     "EMISSION_KINDS",
+    "END_OF_INPUT",
     "PERIODIC_KINDS",
     "InForce",
     "TimelineBuilder",
     "channel_index",
+    "check_topology",
     "in_emission_order",
     "strategy_in_ticks",
+    "subtasks_of",
 ]

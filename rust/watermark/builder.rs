@@ -35,6 +35,15 @@
 //! per channel elsewhere; their output streams are merged by a builder made with
 //! [`TimelineBuilder::for_emissions`] and [`TimelineBuilder::push_emissions`].
 //!
+//! # Topology
+//!
+//! By default each channel is one source subtask: its output reaches the valve
+//! directly. [`TimelineBuilder::with_subtasks`] reads several channels per subtask
+//! (Flink's multiplexer per subtask, then the valve over the subtasks), and
+//! [`TimelineBuilder::with_channel_ends`] ends each channel's input separately (its
+//! watermark becomes `MAX` after its last record). `docs/semantics.md` says which
+//! Flink job each setting equals.
+//!
 //! # Incremental
 //!
 //! The output of a stream cut into any chunks equals the output of the whole, and a
@@ -50,6 +59,8 @@ use crate::snapshot::{Reader, Writer};
 
 use super::channel::Channel;
 use super::kinds;
+use super::multiplexer::Multiplexer;
+use super::output::ChannelOutput;
 use super::strategy::Generator;
 use super::timeline::{Combiner, TimelineRow};
 use super::Emission;
@@ -105,6 +116,108 @@ enum Source {
     Emissions { pending: Vec<ChannelEmission> },
 }
 
+/// Several channels per source subtask ([`TimelineBuilder::with_subtasks`]): each
+/// subtask's multiplexer over its channels (Flink's split outputs) and its output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Subtasks {
+    /// The subtask of each channel.
+    owner: Vec<usize>,
+    /// Each channel's position among its subtask's multiplexer outputs (None once its
+    /// input ended and the output was unregistered).
+    slot: Vec<Option<usize>>,
+    /// Per subtask: the multiplexer over its channels (ids: the channel indexes).
+    mux: Vec<Multiplexer>,
+    /// Per subtask: the `WatermarkToDataOutput` between its multiplexer and the valve.
+    output: Vec<ChannelOutput>,
+    /// The subtasks whose channels were called in the round being run (empty between
+    /// calls).
+    touched: Vec<usize>,
+}
+
+impl Subtasks {
+    /// Channel `c`'s split output as its multiplexer holds it: `(watermark, idle)`;
+    /// `(MAX, false)` once its input ended.
+    fn partial(&self, c: usize) -> (i64, bool) {
+        match self.slot[c] {
+            Some(i) => self.mux[self.owner[c]]
+                .outputs()
+                .nth(i)
+                .map_or((i64::MIN, false), |(_, w, idle)| (w, idle)),
+            None => (i64::MAX, false),
+        }
+    }
+
+    /// The channel holding subtask `s`'s combined watermark: the lowest active one at
+    /// the minimum (any one if all are idle; the lowest of its channels once all ended).
+    fn min_channel(&self, s: usize) -> Option<usize> {
+        let mut best: Option<(i64, usize)> = None;
+        let mut first = None;
+        for (id, w, idle) in self.mux[s].outputs() {
+            let c = id.parse::<usize>().ok()?;
+            first.get_or_insert(c);
+            if !idle && best.map_or(true, |(bw, _)| w < bw) {
+                best = Some((w, c));
+            }
+        }
+        best.map(|(_, c)| c)
+            .or(first)
+            .or_else(|| self.owner.iter().position(|&o| o == s))
+    }
+
+    fn write(&self, w: &mut Writer) {
+        w.u64(self.mux.len() as u64).u64(self.owner.len() as u64);
+        for (o, slot) in self.owner.iter().zip(&self.slot) {
+            w.u64(*o as u64);
+            write_opt(w, slot.map(|i| i as i64));
+        }
+        for (m, out) in self.mux.iter().zip(&self.output) {
+            m.write(w);
+            out.write(w);
+        }
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self> {
+        let n = r.len(1)?;
+        let m = r.len(17)?;
+        let mut owner = Vec::with_capacity(m);
+        let mut slot = Vec::with_capacity(m);
+        for _ in 0..m {
+            let o = r.u64()? as usize;
+            if o >= n {
+                return Err(Error::Snapshot(
+                    "a channel's subtask is out of range".into(),
+                ));
+            }
+            owner.push(o);
+            slot.push(read_opt(r)?.map(|i| i as usize));
+        }
+        let mut mux = Vec::with_capacity(n);
+        let mut output = Vec::with_capacity(n);
+        for _ in 0..n {
+            mux.push(Multiplexer::read(r)?);
+            output.push(ChannelOutput::read(r)?);
+        }
+        let sub = Self {
+            owner,
+            slot,
+            mux,
+            output,
+            touched: Vec::new(),
+        };
+        let consistent = (0..sub.owner.len()).all(|c| {
+            sub.slot[c].map_or(true, |i| {
+                sub.mux[sub.owner[c]].outputs().nth(i).map(|o| o.0) == Some(&*c.to_string())
+            })
+        });
+        if !consistent {
+            return Err(Error::Snapshot(
+                "the channels disagree with their subtasks' multiplexers".into(),
+            ));
+        }
+        Ok(sub)
+    }
+}
+
 /// The combined watermark timeline of many channels, built incrementally (see the
 /// module docs).
 ///
@@ -143,6 +256,11 @@ pub struct TimelineBuilder {
     emissions: Vec<ChannelEmission>,
     timeline: Vec<TimelineRow>,
     scratch: Vec<Emission>,
+    /// Several channels per source subtask (None: one subtask per channel).
+    subtasks: Option<Subtasks>,
+    /// The grid index at which each channel's input ends, its watermark becoming
+    /// `MAX` (None: every channel ends together, at [`Self::finish`]).
+    ends: Option<Vec<i64>>,
 }
 
 impl PartialEq for TimelineBuilder {
@@ -209,11 +327,117 @@ impl TimelineBuilder {
             emissions: Vec::new(),
             timeline: Vec::new(),
             scratch: Vec::new(),
+            subtasks: None,
+            ends: None,
         }
     }
 
+    /// Fails unless the builder runs periodic generators and has not started.
+    fn check_fresh(&self, what: &'static str) -> Result<()> {
+        if !matches!(self.source, Source::Periodic { .. }) {
+            return Err(Error::param(
+                what,
+                "only the periodic generators run in the timeline builder; a generator                  that emits on records cannot take this option",
+            ));
+        }
+        if self.ran_through.is_some() || self.last.is_some() {
+            return Err(Error::IllegalState(format!(
+                "{what} must be set before the first row"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads the channels as partitions of `num_subtasks` source subtasks, channel `c`
+    /// by subtask `owner[c]` (see [`super::kafka_split_owner`]): as Flink's source
+    /// does, each subtask's channels (splits) are combined by a
+    /// [`Multiplexer`] (each split's generator writes to its deferred output; at each
+    /// periodic emission every split's generator is called, then the multiplexer's
+    /// `onPeriodicEmit`), whose combined output passes the subtask's
+    /// `WatermarkToDataOutput`; the valve combines the subtasks. The valve's channels
+    /// are then the subtasks; [`TimelineRow::min_channel`], [`Self::min_channel`], the
+    /// channel watermark in force and [`Self::channel_status`] still name channels
+    /// (the split's own output as the multiplexer holds it), and the kept emissions
+    /// are each channel's split output (its changes).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `source_parallelism` if `owner` does not
+    /// give every channel a subtask in `0..num_subtasks`, or a subtask reads none of
+    /// the channels (Flink's Kafka reader without partitions is never idle: it would
+    /// hold the combined watermark at `MIN`); [`Error::IllegalState`] after the first
+    /// row; for a builder of emissions, [`Error::InvalidParameter`].
+    pub fn with_subtasks(mut self, owner: Vec<usize>, num_subtasks: usize) -> Result<Self> {
+        self.check_fresh("source_parallelism")?;
+        let n = self.num_channels();
+        if owner.len() != n {
+            return Err(Error::param(
+                "source_parallelism",
+                format!("{} subtask owners given for {n} channels", owner.len()),
+            ));
+        }
+        let mut mux = vec![Multiplexer::new(); num_subtasks];
+        let mut slot = Vec::with_capacity(n);
+        for (c, &s) in owner.iter().enumerate() {
+            let Some(m) = mux.get_mut(s) else {
+                return Err(Error::param(
+                    "source_parallelism",
+                    format!("channel {c}'s subtask {s} is not in 0..{num_subtasks}"),
+                ));
+            };
+            slot.push(Some(m.output_ids().count()));
+            m.register(&c.to_string())?;
+        }
+        if let Some(s) = mux.iter().position(|m| m.output_ids().next().is_none()) {
+            return Err(Error::param(
+                "source_parallelism",
+                format!(
+                    "subtask {s} of {num_subtasks} would read none of the {n} channels: in                      Flink a Kafka reader without partitions is never idle and holds the                      combined watermark at its start; give at most as many subtasks as                      there are partitions with records (or the partitions' subtasks)"
+                ),
+            ));
+        }
+        self.combiner = Combiner::new(num_subtasks)?;
+        self.subtasks = Some(Subtasks {
+            owner,
+            slot,
+            mux,
+            output: vec![ChannelOutput::new(); num_subtasks],
+            touched: Vec::new(),
+        });
+        Ok(self)
+    }
+
+    /// Ends each channel's input separately (`end_of_input="per_channel"`): channel
+    /// `c`'s last records are in grid bucket `ends[c]`, and right after its periodic
+    /// call at grid time `ends[c] * interval` (the first emission that sees its last
+    /// record) its watermark becomes `MAX`, as a bounded Flink split ends: with one
+    /// channel per subtask the channel's output emits `MAX` to the valve (marking it
+    /// active first if it was idle); with [`Self::with_subtasks`] the split's output is
+    /// unregistered from its subtask's multiplexer before that subtask's
+    /// `onPeriodicEmit`, and the subtask emits `MAX` when its last split ended. Rows of
+    /// a channel after its end are refused.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `end_of_input` unless there is one end per
+    /// channel; [`Error::IllegalState`] after the first row.
+    pub fn with_channel_ends(mut self, ends: Vec<i64>) -> Result<Self> {
+        self.check_fresh("end_of_input")?;
+        if ends.len() != self.num_channels() {
+            return Err(Error::param(
+                "end_of_input",
+                format!(
+                    "{} channel ends given for {} channels",
+                    ends.len(),
+                    self.num_channels()
+                ),
+            ));
+        }
+        self.ends = Some(ends);
+        Ok(self)
+    }
+
     /// True if `other` has the same configuration: emission interval and generator
-    /// (or both merge output streams). The channels may differ (inserted ones).
+    /// (or both merge output streams), subtasks and channel ends. The channels may
+    /// differ (inserted ones).
     pub fn same_config(&self, other: &Self) -> bool {
         self.interval == other.interval
             && match (&self.source, &other.source) {
@@ -223,6 +447,9 @@ impl TimelineBuilder {
                 (Source::Emissions { .. }, Source::Emissions { .. }) => true,
                 _ => false,
             }
+            && self.subtasks.as_ref().map(|s| (&s.owner, s.mux.len()))
+                == other.subtasks.as_ref().map(|s| (&s.owner, s.mux.len()))
+            && self.ends == other.ends
     }
 
     /// Whether to keep every channel's own output stream for
@@ -239,7 +466,10 @@ impl TimelineBuilder {
 
     /// Number of channels.
     pub fn num_channels(&self) -> usize {
-        self.combiner.valve().num_channels()
+        match &self.source {
+            Source::Periodic { channels, .. } => channels.len(),
+            Source::Emissions { .. } => self.combiner.valve().num_channels(),
+        }
     }
 
     /// The periodic emission interval in ticks (1 for a builder of emissions).
@@ -269,6 +499,9 @@ impl TimelineBuilder {
 
     /// Channel `c`'s output so far: its watermark (`MIN`: none) and whether it is idle.
     pub fn channel_status(&self, c: usize) -> Option<(i64, bool)> {
+        if let Some(sub) = &self.subtasks {
+            return (c < sub.owner.len()).then(|| sub.partial(c));
+        }
         match &self.source {
             Source::Periodic { channels, .. } => channels
                 .get(c)
@@ -284,7 +517,11 @@ impl TimelineBuilder {
 
     /// The channel holding the combined watermark back (the lowest aligned one), if any.
     pub fn min_channel(&self) -> Option<usize> {
-        self.combiner.valve().min_channel()
+        let s = self.combiner.valve().min_channel()?;
+        match &self.subtasks {
+            Some(sub) => sub.min_channel(s),
+            None => Some(s),
+        }
     }
 
     /// The timeline rows emitted since the last call.
@@ -307,6 +544,11 @@ impl TimelineBuilder {
     /// # Errors
     /// As [`super::Valve::insert_channel`].
     pub fn insert_channel(&mut self, at: usize) -> Result<()> {
+        if self.subtasks.is_some() || self.ends.is_some() {
+            return Err(Error::IllegalState(
+                "channels cannot be added to a builder with subtasks or channel ends".into(),
+            ));
+        }
         let time = self
             .ran_through
             .map_or(i64::MIN, |k| k.saturating_mul(self.interval));
@@ -371,8 +613,12 @@ impl TimelineBuilder {
                 due[r.channel] = Some(r.bucket);
                 self.queue.push(Reverse((r.bucket, r.channel as u32)));
             }
+            let channel = match &self.subtasks {
+                Some(sub) => sub.partial(r.channel).0,
+                None => ch.output.watermark(),
+            };
             in_force.push(InForce {
-                channel: ch.output.watermark(),
+                channel,
                 combined: self.combiner.watermark(),
             });
             self.last = Some(r.bucket);
@@ -390,6 +636,18 @@ impl TimelineBuilder {
         let mut prev = self.last;
         for (i, r) in rows.iter().enumerate() {
             check_channel(i, r.channel, n)?;
+            if let Some(end) = self.ends.as_ref().map(|e| e[r.channel]) {
+                if r.bucket > end {
+                    return Err(Error::input(
+                        "arrival",
+                        format!(
+                            "row {i}: channel {} ends in bucket {end} (its input ends \
+                             there), but the row is in bucket {}",
+                            r.channel, r.bucket
+                        ),
+                    ));
+                }
+            }
             if prev.is_some_and(|p| r.bucket < p) {
                 return Err(Error::input(
                     "arrival",
@@ -510,12 +768,20 @@ impl TimelineBuilder {
         if last <= done {
             return Ok(());
         }
+        let mut round = None;
         while let Some(&Reverse((k, c))) = self.queue.peek() {
             if k > last {
                 break;
             }
+            if let Some(r) = round.filter(|&r| r != k) {
+                self.flush_subtasks(r)?;
+            }
+            round = Some(k);
             self.queue.pop();
             self.call(k, c as usize)?;
+        }
+        if let Some(r) = round {
+            self.flush_subtasks(r)?;
         }
         // Every call up to `last` is made: the last round is complete.
         self.combiner.end_round(&mut self.timeline);
@@ -538,8 +804,84 @@ impl TimelineBuilder {
         } = &mut channels[c];
         let scratch = &mut self.scratch;
         scratch.clear();
+        let end = self.ends.as_ref().map(|e| e[c]);
+        let ended = end.is_some_and(|e| e <= k);
+        if let Some(sub) = &mut self.subtasks {
+            // The split's generator writes to its deferred output in the multiplexer;
+            // the subtask emits after all its splits' calls ([`Self::flush_subtasks`]).
+            generator.on_periodic_emit(t, &mut |e| scratch.push(e));
+            let owner = sub.owner[c];
+            if sub.touched.last() != Some(&owner) {
+                sub.touched.push(owner);
+            }
+            let Some(pos) = sub.slot[c] else {
+                return Ok(());
+            };
+            for &e in scratch.iter() {
+                let before = sub.partial(c);
+                sub.mux[owner].deferred_at(pos, e);
+                if self.keep_emissions {
+                    let after = sub.partial(c);
+                    let changes = [
+                        (before.1 && !after.1).then_some(Emission::Active),
+                        (after.0 > before.0).then_some(Emission::Watermark(after.0)),
+                        (!before.1 && after.1).then_some(Emission::Idle),
+                    ];
+                    for emission in changes.into_iter().flatten() {
+                        self.emissions.push(ChannelEmission {
+                            channel: c,
+                            time: t,
+                            emission,
+                        });
+                    }
+                }
+            }
+            if ended {
+                // The split finished: Flink releases its output from the multiplexer.
+                sub.mux[owner].unregister_at(pos);
+                sub.slot[c] = None;
+                for j in sub.slot.iter_mut().zip(&sub.owner) {
+                    if let (Some(x), &o) = j {
+                        if o == owner && *x > pos {
+                            *x -= 1;
+                        }
+                    }
+                }
+                due[c] = None;
+                if self.keep_emissions {
+                    self.emissions.push(ChannelEmission {
+                        channel: c,
+                        time: t,
+                        emission: Emission::Watermark(i64::MAX),
+                    });
+                }
+                return Ok(());
+            }
+            due[c] = generator.next_call(k, self.interval);
+            if let Some(e) = end {
+                if due[c].map_or(true, |d| d > e) {
+                    due[c] = Some(e); // called at its end, whatever it emits
+                }
+            }
+            if let Some(next) = due[c] {
+                self.queue.push(Reverse((next, c as u32)));
+            }
+            return Ok(());
+        }
         generator.on_periodic_emit(t, &mut |e| output.push(e, &mut |x| scratch.push(x)));
-        due[c] = generator.next_call(k, self.interval);
+        if ended {
+            // The bounded split ends right after its last record: its channel
+            // reports `MAX` (after `active` if it was idle).
+            output.push(Emission::Watermark(i64::MAX), &mut |x| scratch.push(x));
+            due[c] = None;
+        } else {
+            due[c] = generator.next_call(k, self.interval);
+            if let Some(e) = end {
+                if due[c].map_or(true, |d| d > e) {
+                    due[c] = Some(e); // called at its end, whatever it emits
+                }
+            }
+        }
         if let Some(next) = due[c] {
             self.queue.push(Reverse((next, c as u32)));
         }
@@ -552,6 +894,42 @@ impl TimelineBuilder {
                 });
             }
             self.combiner.input(c as i64, t, e, &mut self.timeline)?;
+        }
+        Ok(())
+    }
+
+    /// The subtasks' side of round `k` ([`Self::with_subtasks`]): each subtask whose
+    /// splits were called, in index order, runs its multiplexer's `onPeriodicEmit`
+    /// into its output (then `MAX` if its last split ended), and the output reaches the
+    /// valve; the round is closed and its row names the channel holding the minimum.
+    fn flush_subtasks(&mut self, k: i64) -> Result<()> {
+        let Some(sub) = &mut self.subtasks else {
+            return Ok(());
+        };
+        if sub.touched.is_empty() {
+            return Ok(());
+        }
+        let t = k * self.interval;
+        sub.touched.sort_unstable();
+        sub.touched.dedup();
+        for idx in 0..sub.touched.len() {
+            let s = sub.touched[idx];
+            let scratch = &mut self.scratch;
+            scratch.clear();
+            let out = &mut sub.output[s];
+            sub.mux[s].periodic_emit_into(&mut |e| out.push(e, &mut |x| scratch.push(x)));
+            if sub.mux[s].output_ids().next().is_none() {
+                out.push(Emission::Watermark(i64::MAX), &mut |x| scratch.push(x));
+            }
+            for &e in scratch.iter() {
+                self.combiner.input(s as i64, t, e, &mut self.timeline)?;
+            }
+        }
+        sub.touched.clear();
+        let from = self.timeline.len();
+        self.combiner.end_round(&mut self.timeline);
+        for row in &mut self.timeline[from..] {
+            row.min_channel = row.min_channel.and_then(|s| sub.min_channel(s));
         }
         Ok(())
     }
@@ -641,6 +1019,20 @@ impl TimelineBuilder {
         write_opt(&mut w, self.ran_through);
         write_opt(&mut w, self.last);
         w.bool(self.keep_emissions);
+        // Optional trailing section (absent in snapshots from before it existed).
+        if self.subtasks.is_some() || self.ends.is_some() {
+            w.bool(self.subtasks.is_some());
+            if let Some(sub) = &self.subtasks {
+                sub.write(&mut w);
+            }
+            w.bool(self.ends.is_some());
+            if let Some(ends) = &self.ends {
+                w.u64(ends.len() as u64);
+                for &e in ends {
+                    w.i64(e);
+                }
+            }
+        }
         w.finish()
     }
 
@@ -693,21 +1085,41 @@ impl TimelineBuilder {
             k => return Err(Error::Snapshot(format!("unknown builder source {k}"))),
         };
         let combiner = Combiner::read(&mut r)?;
-        let n = combiner.valve().num_channels();
-        let consistent = match &source {
-            Source::Periodic { channels, .. } => channels.len() == n,
-            Source::Emissions { pending } => pending.iter().all(|e| e.channel < n),
+        let mut b = Self::with_source(interval, source, combiner);
+        b.ran_through = read_opt(&mut r)?;
+        b.last = read_opt(&mut r)?;
+        b.keep_emissions = r.bool()?;
+        if !r.at_end() {
+            if r.bool()? {
+                b.subtasks = Some(Subtasks::read(&mut r)?);
+            }
+            if r.bool()? {
+                let n = r.len(8)?;
+                b.ends = Some((0..n).map(|_| r.i64()).collect::<Result<_>>()?);
+            }
+        }
+        r.finish()?;
+        let n = match &b.subtasks {
+            Some(sub) => sub.owner.len(),
+            None => b.combiner.valve().num_channels(),
+        };
+        let consistent = match &b.source {
+            Source::Periodic { channels, .. } => {
+                channels.len() == n
+                    && b.ends.as_ref().map_or(true, |e| e.len() == n)
+                    && b.subtasks.as_ref().map_or(true, |sub| {
+                        sub.mux.len() == b.combiner.valve().num_channels()
+                    })
+            }
+            Source::Emissions { pending } => {
+                b.subtasks.is_none() && b.ends.is_none() && pending.iter().all(|e| e.channel < n)
+            }
         };
         if !consistent {
             return Err(Error::Snapshot(
                 "the channels disagree with the valve".into(),
             ));
         }
-        let mut b = Self::with_source(interval, source, combiner);
-        b.ran_through = read_opt(&mut r)?;
-        b.last = read_opt(&mut r)?;
-        b.keep_emissions = r.bool()?;
-        r.finish()?;
         b.rebuild_queue();
         Ok(b)
     }

@@ -16,6 +16,7 @@
 //! - [`builder`]: [`TimelineBuilder`], the combined timeline of many channels built
 //!   incrementally from per-(channel, bucket) summaries, in bounded memory.
 //! - [`multiplexer`]: [`Multiplexer`], Flink's `WatermarkOutputMultiplexer`.
+//! - [`topology`]: which source subtask reads which channel (Flink's Kafka source).
 
 pub mod builder;
 pub mod channel;
@@ -27,6 +28,7 @@ pub mod multiplexer;
 pub mod output;
 pub mod strategy;
 pub mod timeline;
+pub mod topology;
 pub mod valve;
 
 pub use builder::{BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS};
@@ -39,6 +41,7 @@ pub use multiplexer::{ListenerEvent, Multiplexer, MultiplexerStep, Via};
 pub use output::ChannelOutput;
 pub use strategy::Generator;
 pub use timeline::{combine, ChannelRow, Combiner, TimelineRow};
+pub use topology::{java_string_hash, kafka_split_owner, kafka_start_index};
 pub use valve::Valve;
 
 /// What a generator, an output or the valve emits.

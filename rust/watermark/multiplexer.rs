@@ -130,25 +130,29 @@ impl Multiplexer {
             .ok_or_else(|| Error::param("output_id", format!("no output registered under id {id}")))
     }
 
-    fn set_idle(&mut self, i: usize, idle: bool, step: &mut MultiplexerStep) {
+    fn set_idle(&mut self, i: usize, idle: bool, step: Option<&mut MultiplexerStep>) {
         let p = &mut self.outputs[i];
         p.idle = idle;
-        step.listener.push(ListenerEvent::Idle {
-            output: p.id.clone(),
-            idle,
-        });
+        if let Some(step) = step {
+            step.listener.push(ListenerEvent::Idle {
+                output: p.id.clone(),
+                idle,
+            });
+        }
     }
 
     /// `PartialWatermark.setWatermark`: clears idle, then raises the watermark.
-    fn set_watermark(&mut self, i: usize, wm: i64, step: &mut MultiplexerStep) -> bool {
-        self.set_idle(i, false, step);
+    fn set_watermark(&mut self, i: usize, wm: i64, mut step: Option<&mut MultiplexerStep>) -> bool {
+        self.set_idle(i, false, step.as_deref_mut());
         let p = &mut self.outputs[i];
         let updated = wm > p.wm;
         if updated {
-            step.listener.push(ListenerEvent::Watermark {
-                output: p.id.clone(),
-                ts: wm,
-            });
+            if let Some(step) = step {
+                step.listener.push(ListenerEvent::Watermark {
+                    output: p.id.clone(),
+                    ts: wm,
+                });
+            }
             p.wm = wm;
         }
         updated
@@ -159,7 +163,7 @@ impl Multiplexer {
     /// over all outputs (Flink 2.3 flushes to the max, see `multiplexer/rand_003`). A
     /// candidate above the combined watermark is emitted; then, if all outputs are
     /// idle, `markIdle` is emitted (on every update, repeatedly).
-    fn update_combined(&mut self, step: &mut MultiplexerStep) {
+    fn update_combined(&mut self, emit: &mut impl FnMut(Emission)) {
         if !self.outputs.is_empty() {
             let mut min = i64::MAX;
             let mut max = i64::MIN;
@@ -175,11 +179,11 @@ impl Multiplexer {
             let candidate = if all_idle { max } else { min };
             if candidate > self.combined {
                 self.combined = candidate;
-                step.emitted.push(Emission::Watermark(candidate));
+                emit(Emission::Watermark(candidate));
             }
         }
         if self.combined_idle {
-            step.emitted.push(Emission::Idle);
+            emit(Emission::Idle);
         }
     }
 
@@ -190,9 +194,9 @@ impl Multiplexer {
     pub fn emit_watermark(&mut self, id: &str, wm: i64, via: Via) -> Result<MultiplexerStep> {
         let i = self.get(id)?;
         let mut step = MultiplexerStep::default();
-        let updated = self.set_watermark(i, wm, &mut step);
+        let updated = self.set_watermark(i, wm, Some(&mut step));
         if via == Via::Immediate && updated && wm > self.combined {
-            self.update_combined(&mut step);
+            self.update_combined(&mut |e| step.emitted.push(e));
         }
         Ok(step)
     }
@@ -204,9 +208,9 @@ impl Multiplexer {
     pub fn mark(&mut self, id: &str, idle: bool, via: Via) -> Result<MultiplexerStep> {
         let i = self.get(id)?;
         let mut step = MultiplexerStep::default();
-        self.set_idle(i, idle, &mut step);
+        self.set_idle(i, idle, Some(&mut step));
         if via == Via::Immediate {
-            self.update_combined(&mut step);
+            self.update_combined(&mut |e| step.emitted.push(e));
         }
         Ok(step)
     }
@@ -214,27 +218,48 @@ impl Multiplexer {
     /// `onPeriodicEmit()`: recomputes the combined watermark.
     pub fn on_periodic_emit(&mut self) -> MultiplexerStep {
         let mut step = MultiplexerStep::default();
-        self.update_combined(&mut step);
+        self.update_combined(&mut |e| step.emitted.push(e));
         step
     }
 
-    /// The multiplexer's state as snapshot bytes.
-    pub fn snapshot(&self) -> Vec<u8> {
-        let mut w = Writer::new(kinds::MULTIPLEXER);
+    /// The outputs, in registration order: `(id, watermark, idle)`.
+    pub fn outputs(&self) -> impl Iterator<Item = (&str, i64, bool)> {
+        self.outputs.iter().map(|p| (p.id.as_str(), p.wm, p.idle))
+    }
+
+    /// What a split's generator emits on its deferred output, by the output's position
+    /// (no listener records): the timeline builder's per-split outputs.
+    pub(crate) fn deferred_at(&mut self, i: usize, e: Emission) {
+        match e {
+            Emission::Watermark(w) => {
+                self.set_watermark(i, w, None);
+            }
+            Emission::Idle => self.set_idle(i, true, None),
+            Emission::Active => self.set_idle(i, false, None),
+        }
+    }
+
+    /// `unregisterOutput` by position (does not recompute).
+    pub(crate) fn unregister_at(&mut self, i: usize) {
+        self.outputs.remove(i);
+    }
+
+    /// `onPeriodicEmit()`, its calls on the underlying output into `emit`.
+    pub(crate) fn periodic_emit_into(&mut self, emit: &mut impl FnMut(Emission)) {
+        self.update_combined(emit);
+    }
+
+    /// The multiplexer's state after a snapshot header (see [`Self::snapshot`]).
+    pub(crate) fn write(&self, w: &mut Writer) {
         w.u64(self.outputs.len() as u64);
         for p in &self.outputs {
             w.bytes(p.id.as_bytes()).i64(p.wm).bool(p.idle);
         }
         w.i64(self.combined).bool(self.combined_idle);
-        w.finish()
     }
 
-    /// Restores a multiplexer from [`Self::snapshot`] bytes.
-    ///
-    /// # Errors
-    /// [`Error::Snapshot`] if the bytes are not a valid multiplexer snapshot.
-    pub fn restore(bytes: &[u8]) -> Result<Self> {
-        let mut r = Reader::new(bytes, kinds::MULTIPLEXER)?;
+    /// Reads what [`Self::write`] wrote.
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self> {
         let n = r.len(17)?;
         let mut m = Self::new();
         for _ in 0..n {
@@ -250,6 +275,23 @@ impl Multiplexer {
         }
         m.combined = r.i64()?;
         m.combined_idle = r.bool()?;
+        Ok(m)
+    }
+
+    /// The multiplexer's state as snapshot bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer::new(kinds::MULTIPLEXER);
+        self.write(&mut w);
+        w.finish()
+    }
+
+    /// Restores a multiplexer from [`Self::snapshot`] bytes.
+    ///
+    /// # Errors
+    /// [`Error::Snapshot`] if the bytes are not a valid multiplexer snapshot.
+    pub fn restore(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(bytes, kinds::MULTIPLEXER)?;
+        let m = Self::read(&mut r)?;
         r.finish()?;
         Ok(m)
     }

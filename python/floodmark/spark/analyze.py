@@ -96,6 +96,8 @@ def analyze_bounds(
     emit_interval: Duration = timedelta(milliseconds=200),
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
 ) -> pa.Table:
     """Late fraction and window firing delay for each candidate bound and idle timeout.
 
@@ -104,6 +106,9 @@ def analyze_bounds(
         (durations; ``idle_timeout`` null without idleness), ``late_fraction``,
         ``late``, ``records``, ``windows`` (on-time firings), ``fired_at_end``,
         ``delay_median_s``, ``delay_p99_s``.
+
+    ``source_parallelism`` and ``topic``: the Flink job's source topology, as in
+    :func:`floodmark.spark.assign_watermarks` (every candidate runs on it).
     """
     from pyspark.sql import functions as F
 
@@ -120,6 +125,8 @@ def analyze_bounds(
         emit_interval=emit_interval,
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
+        source_parallelism=source_parallelism,
+        topic=topic,
     )
     with ordered_input_released(df, arrival, on_success=True):
         keys = column_names(key, "key")

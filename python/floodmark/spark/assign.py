@@ -115,6 +115,9 @@ def assign_watermarks(
     emit_interval: Duration = timedelta(milliseconds=200),
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
+    end_of_input: str = "together",
 ) -> DataFrame:
     """Flink's watermarks for every record of ``df``.
 
@@ -139,6 +142,18 @@ def assign_watermarks(
         emit_interval: Flink's ``autoWatermarkInterval`` (200 ms by default).
         event_time_unit: unit of an integer event-time column (default ``"ms"``).
         arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        source_parallelism: read the channels as Kafka partition numbers spread over
+            this many source subtasks, as Flink's Kafka source assigns them (each
+            subtask combines its partitions with Flink's multiplexer, the valve
+            combines the subtasks; ``docs/semantics.md``). None (default): one subtask
+            per channel. Periodic strategies only.
+        topic: the Kafka topic name the partitions' start subtask is hashed from
+            (``((topic.hashCode() * 31) & 0x7FFFFFFF) % source_parallelism``); default
+            start subtask 0.
+        end_of_input: ``"together"`` (default: a slice of an ongoing stream, every
+            channel ends after the whole input) or ``"per_channel"`` (data that truly
+            ends per partition: a channel's watermark becomes ``MAX`` right after its
+            own last record, at the first periodic emission that sees it).
 
     Returns:
         ``df`` with four more columns: ``channel_watermark`` (the record's channel
@@ -160,6 +175,9 @@ def assign_watermarks(
         emit_interval=emit_interval,
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
+        source_parallelism=source_parallelism,
+        topic=topic,
+        end_of_input=end_of_input,
     )
     with ordered_input_released(df, arrival):  # kept for the result, unless this fails
         check_added_names(df)
@@ -177,6 +195,9 @@ def watermark_timeline(
     emit_interval: Duration = timedelta(milliseconds=200),
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
+    end_of_input: str = "together",
 ) -> DataFrame:
     """The combined watermark timeline: one row per change, with ``time`` (arrival),
     ``watermark``, ``status`` (``active``/``idle``) and ``min_channel`` (the channel
@@ -191,6 +212,9 @@ def watermark_timeline(
         emit_interval=emit_interval,
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
+        source_parallelism=source_parallelism,
+        topic=topic,
+        end_of_input=end_of_input,
     )
     with ordered_input_released(df, arrival, on_success=True):
         timeline = compute_timeline(df, plan)

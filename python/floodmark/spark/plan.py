@@ -22,7 +22,7 @@ from floodmark.spark.columns import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.timeline import PERIODIC_KINDS, strategy_in_ticks
+from floodmark.timeline import PERIODIC_KINDS, check_topology, strategy_in_ticks
 from floodmark.vocabulary import NULL_REASONS
 
 if TYPE_CHECKING:
@@ -39,6 +39,12 @@ class WatermarkPlan:
     interval: int
     strategy: WatermarkStrategy  # durations already in ticks
     marker: TimeColumn | None = None  # a punctuated strategy's watermark column
+    #: The topology (``docs/semantics.md``): the channels as Kafka partitions over this
+    #: many source subtasks (None: one subtask per channel), the topic their start
+    #: index is hashed from, and whether each channel ends after its own last record.
+    source_parallelism: int | None = None
+    topic: str | None = None
+    end_of_input: str = "together"
 
     def bucket(self, arrival_ticks: str) -> Column:
         """The grid bucket of each record, from the column ``arrival_ticks`` holding its
@@ -73,6 +79,9 @@ def make_plan(
     emit_interval: Duration,
     event_time_unit: str | None,
     arrival_unit: str | None,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
+    end_of_input: str = "together",
 ) -> tuple[DataFrame, WatermarkPlan]:
     """Check the columns and parameters (before any job runs) and resolve them.
 
@@ -87,6 +96,7 @@ def make_plan(
             raise InvalidParameterError(
                 parameter, f"expected a column name (str), got {type(name).__name__}"
             )
+    check_topology(source_parallelism, topic, end_of_input)
     if arrival is None and arrival_unit is not None:
         raise InvalidParameterError(
             "arrival_unit",
@@ -135,7 +145,37 @@ def make_plan(
                     "watermarks of the event time: it needs the event-time column's type "
                     f"and unit ({ev.kind}, {ev.unit})",
                 )
-        return df, WatermarkPlan(ev, arr, channel, interval, resolved, marker)
+        if (source_parallelism is not None or end_of_input != "together") and (
+            resolved.kind not in PERIODIC_KINDS
+        ):
+            raise InvalidParameterError(
+                "source_parallelism" if source_parallelism is not None else "end_of_input",
+                "runs with the periodic strategies "
+                f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
+                f"{resolved.kind!r}",
+            )
+        if source_parallelism is not None:
+            from pyspark.sql.types import IntegralType
+
+            dtype = key_column(df, channel, "channel")
+            if not isinstance(dtype, IntegralType):
+                raise SchemaError(
+                    channel,
+                    f"column {channel!r}: source_parallelism assigns Kafka partitions to "
+                    "subtasks, so the channels must be partition numbers (an integer "
+                    f"column), got {dtype.simpleString()}",
+                )
+        return df, WatermarkPlan(
+            ev,
+            arr,
+            channel,
+            interval,
+            resolved,
+            marker,
+            source_parallelism=source_parallelism,
+            topic=topic,
+            end_of_input=end_of_input,
+        )
 
 
 def valid_rows(plan: WatermarkPlan) -> Column:

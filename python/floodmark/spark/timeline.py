@@ -45,7 +45,7 @@ from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
-from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index
+from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index, subtasks_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -227,13 +227,23 @@ def run_builders(
     *,
     keep_emissions: bool = False,
     probe: LateProbe | None = None,
+    topology: Topology | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Stage 2 over bucket rows in arrival order: one builder per strategy (in ticks),
     all in one pass, gathering into ``run``. Yields each chunk of rows with the first
     strategy's ``channel_watermark`` and ``watermark`` in force; when the batches end,
     every builder has finished and ``run`` holds the whole timelines."""
+    topo = topology or Topology()
     builders = [
-        TimelineBuilder(s, len(channels), emit_interval=interval, keep_emissions=keep_emissions)
+        TimelineBuilder(
+            s,
+            len(channels),
+            emit_interval=interval,
+            keep_emissions=keep_emissions,
+            subtasks=topo.subtasks,
+            source_parallelism=topo.source_parallelism,
+            end_buckets=topo.end_buckets,
+        )
         for s in strategies
     ]
     for batch in batches:
@@ -257,6 +267,41 @@ def run_builders(
         run.timelines[j].append(builder.take_timeline())
         if keep_emissions:
             run.emissions[j].append(builder.take_emissions())
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The builder's topology options, resolved for the channels in the valve's order:
+    each channel's source subtask and, for ``end_of_input="per_channel"``, its last
+    bucket (picklable: the executors' task takes it)."""
+
+    subtasks: list[int] | None = None
+    source_parallelism: int | None = None
+    end_buckets: list[int] | None = None
+
+
+def topology_of(plan: WatermarkPlan, channels: pa.Array, last: pa.Array) -> Topology:
+    """The :class:`Topology` of ``plan`` for ``channels`` (in the valve's order), whose
+    last buckets are ``last`` (in the same order)."""
+    subtasks = subtasks_of(channels, plan.source_parallelism, plan.topic, plan.channel)
+    ends = last.to_pylist() if plan.end_of_input == "per_channel" else None
+    topology = Topology(subtasks, plan.source_parallelism, ends)
+    if subtasks is not None:  # refused here, not in a Spark task (e.g. an empty subtask)
+        TimelineBuilder(
+            plan.strategy,
+            len(channels),
+            emit_interval=plan.interval,
+            subtasks=subtasks,
+            source_parallelism=plan.source_parallelism,
+        )
+    return topology
+
+
+def last_buckets(table: pa.Table, channels: pa.Array) -> pa.Array:
+    """Each channel's last bucket in a bucket table, in the order of ``channels``."""
+    last = table.group_by("channel").aggregate([("bucket", "max")])
+    at = pc.index_in(channels, value_set=last.column("channel"))
+    return last.column("bucket_max").combine_chunks().take(at)
 
 
 def new_run(strategies: int) -> Run:
@@ -356,6 +401,7 @@ def on_driver(
     """Stage 2 on the driver, over a small bucket table."""
     table = table.sort_by([("bucket", "ascending"), ("channel", "ascending")])
     channels, _ = channel_index(table.column("channel"))
+    topology = topology_of(plan, channels, last_buckets(table, channels))
     run = new_run(len(strategies))
     try:
         rows = list(
@@ -367,6 +413,7 @@ def on_driver(
                 run,
                 keep_emissions=keep_emissions,
                 probe=probe,
+                topology=topology,
             )
         )
     except InvalidInputError as err:
@@ -464,6 +511,8 @@ def on_executors(
     ranges = agg.groupBy("channel").agg(F.min("bucket").alias("lo"), F.max("bucket").alias("hi"))
     summary = ranges.toArrow()
     channels, _ = channel_index(summary.column("channel"))
+    at = pc.index_in(channels, value_set=summary.column("channel"))
+    topology = topology_of(plan, channels, summary.column("hi").combine_chunks().take(at))
     interval, chosen = plan.interval, list(strategies)
     first, last = pc.min(summary.column("lo")).as_py(), pc.max(summary.column("hi")).as_py()
     edges = bin_edges(first * interval, last * interval)
@@ -472,7 +521,14 @@ def on_executors(
         run = new_run(len(chosen))
         try:
             for rows in run_builders(
-                batches, channels, chosen, interval, run, keep_emissions=True, probe=probe
+                batches,
+                channels,
+                chosen,
+                interval,
+                run,
+                keep_emissions=True,
+                probe=probe,
+                topology=topology,
             ):
                 if channel_watermarks:
                     kept = rows.select(["channel", "bucket", "channel_watermark", "watermark"])

@@ -31,13 +31,19 @@ fn channel_index(c: i64, column: &str) -> Result<usize, Error> {
 impl PyTimelineBuilder {
     /// `generator` (a fresh one, as a template) runs on every channel; None merges
     /// output streams pushed with `push_emissions` instead.
+    /// `subtasks` (each channel's subtask) and `num_subtasks` read several channels
+    /// per source subtask; `ends` (each channel's last bucket) ends them separately.
     #[new]
-    #[pyo3(signature = (generator, num_channels, emit_interval, keep_emissions=false))]
+    #[pyo3(signature = (generator, num_channels, emit_interval, keep_emissions=false, subtasks=None, num_subtasks=0, ends=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         generator: Option<PyRef<'_, PyGenerator>>,
         num_channels: i64,
         emit_interval: i64,
         keep_emissions: bool,
+        subtasks: Option<Vec<usize>>,
+        num_subtasks: usize,
+        ends: Option<Vec<i64>>,
     ) -> PyResult<Self> {
         let n = usize::try_from(num_channels).map_err(|_| {
             Error::param("num_channels", format!("must be >= 0, got {num_channels}"))
@@ -59,6 +65,12 @@ impl PyTimelineBuilder {
             },
             None => TimelineBuilder::for_emissions(n)?,
         };
+        if let Some(owner) = subtasks {
+            inner = inner.with_subtasks(owner, num_subtasks)?;
+        }
+        if let Some(ends) = ends {
+            inner = inner.with_channel_ends(ends)?;
+        }
         inner.keep_emissions(keep_emissions);
         Ok(Self { inner })
     }

@@ -88,3 +88,31 @@ pub fn combine(
     let timeline = py.detach(|| watermark::combine(&rows, num_channels as usize))?;
     to_py_batch(py, timeline_batch(&timeline)?)
 }
+
+/// Java's `String.hashCode()` of `s` (over its UTF-16 code units, wrapping `int`).
+#[pyfunction]
+pub fn java_string_hash(s: &str) -> i32 {
+    crate::watermark::java_string_hash(s)
+}
+
+/// The source subtask of each Kafka partition of `topic` among `num_readers`, as
+/// Flink's `KafkaSourceEnumerator.getSplitOwner` assigns it (start index 0 without a
+/// topic).
+#[pyfunction]
+#[pyo3(signature = (topic, partitions, num_readers))]
+pub fn kafka_split_owners(
+    topic: Option<&str>,
+    partitions: Vec<i64>,
+    num_readers: i64,
+) -> PyResult<Vec<usize>> {
+    let n = usize::try_from(num_readers).map_err(|_| {
+        Error::param(
+            "source_parallelism",
+            format!("must be >= 1, got {num_readers}"),
+        )
+    })?;
+    Ok(partitions
+        .iter()
+        .map(|&p| crate::watermark::kafka_split_owner(topic, p, n))
+        .collect::<Result<Vec<_>, Error>>()?)
+}

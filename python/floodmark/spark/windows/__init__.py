@@ -102,6 +102,9 @@ def window_aggregate(
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     num_partitions: int | None = None,
+    source_parallelism: int | None = None,
+    topic: str | None = None,
+    end_of_input: str = "together",
 ) -> WindowedOutput:
     """Flink's keyed event-time windows over ``df``, driven by Flink's watermarks.
 
@@ -125,6 +128,8 @@ def window_aggregate(
         num_partitions: partitions of the keyed operator's shuffle (default: Spark's
             default parallelism); the native path's aggregation uses
             ``spark.sql.shuffle.partitions``.
+        source_parallelism, topic, end_of_input: the Flink job's topology (see
+            :func:`assign_watermarks` and ``docs/semantics.md``).
 
     Returns:
         A :class:`WindowedOutput` with ``results``, ``late`` and ``dropped``.
@@ -138,6 +143,9 @@ def window_aggregate(
         emit_interval=emit_interval,
         event_time_unit=event_time_unit,
         arrival_unit=arrival_unit,
+        source_parallelism=source_parallelism,
+        topic=topic,
+        end_of_input=end_of_input,
     )
     # The row-ordered input (no arrival column) stays cached for the outputs, unless
     # this fails; WindowedOutput.unpersist() releases it.
