@@ -75,7 +75,7 @@ class DataOutput:
         return []
 
 
-def by_hand(
+def by_hand(  # noqa: C901 (a model: Flink's classes composed step by step)
     records: list[tuple[int, int, int]],
     strategy: WatermarkStrategy,
     owner: dict[int, int],

@@ -69,6 +69,69 @@ def require_periodic(plan: WatermarkPlan, where: str) -> None:
         )
 
 
+def check_arguments(
+    df: DataFrame,
+    event_time: str | None,
+    channel: str,
+    arrival: str | None,
+    arrival_unit: str | None,
+) -> None:
+    """The call's own arguments, before the columns are looked at."""
+    if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
+        raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {type(df).__name__}")
+    for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
+        if (name is not None or parameter == "channel") and not isinstance(name, str):
+            raise InvalidParameterError(
+                parameter, f"expected a column name (str), got {type(name).__name__}"
+            )
+    if arrival is None and arrival_unit is not None:
+        raise InvalidParameterError(
+            "arrival_unit",
+            "it is the unit of the arrival column, and "
+            "no arrival= was given (the row order within each channel is the arrival "
+            "then, in ms ticks); pass arrival= or drop arrival_unit",
+        )
+    key = name_key(df)
+    reserved = [c for c in df.columns if key(c).startswith("__fm_")]
+    if reserved:
+        raise SchemaError(
+            reserved[0],
+            f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
+            "columns; rename it first",
+        )
+
+
+def check_topology_input(
+    df: DataFrame,
+    channel: str,
+    resolved: WatermarkStrategy,
+    source_parallelism: int | None,
+    end_of_input: str,
+) -> None:
+    """The topology options need a periodic strategy, and ``source_parallelism`` Kafka
+    partition numbers as channels."""
+    if (source_parallelism is not None or end_of_input != "together") and (
+        resolved.kind not in PERIODIC_KINDS
+    ):
+        raise InvalidParameterError(
+            "source_parallelism" if source_parallelism is not None else "end_of_input",
+            "runs with the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
+            f"{resolved.kind!r}",
+        )
+    if source_parallelism is not None:
+        from pyspark.sql.types import IntegralType
+
+        dtype = key_column(df, channel, "channel")
+        if not isinstance(dtype, IntegralType):
+            raise SchemaError(
+                channel,
+                f"column {channel!r}: source_parallelism assigns Kafka partitions to "
+                "subtasks, so the channels must be partition numbers (an integer "
+                f"column), got {dtype.simpleString()}",
+            )
+
+
 def make_plan(
     df: DataFrame,
     strategy: WatermarkStrategy,
@@ -89,29 +152,8 @@ def make_plan(
     :mod:`floodmark.spark.arrival`) and the plan."""
     from floodmark.spark.arrival import ordered_input_released, with_default_arrival
 
-    if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
-        raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {type(df).__name__}")
-    for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
-        if (name is not None or parameter == "channel") and not isinstance(name, str):
-            raise InvalidParameterError(
-                parameter, f"expected a column name (str), got {type(name).__name__}"
-            )
+    check_arguments(df, event_time, channel, arrival, arrival_unit)
     check_topology(source_parallelism, topic, end_of_input)
-    if arrival is None and arrival_unit is not None:
-        raise InvalidParameterError(
-            "arrival_unit",
-            "it is the unit of the arrival column, and "
-            "no arrival= was given (the row order within each channel is the arrival "
-            "then, in ms ticks); pass arrival= or drop arrival_unit",
-        )
-    key = name_key(df)
-    reserved = [c for c in df.columns if key(c).startswith("__fm_")]
-    if reserved:
-        raise SchemaError(
-            reserved[0],
-            f"column {reserved[0]!r}: names starting with __fm_ are floodmark's working "
-            "columns; rename it first",
-        )
     given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     with ordered_input_released(df, given):  # a rejected call keeps no cache
@@ -145,26 +187,7 @@ def make_plan(
                     "watermarks of the event time: it needs the event-time column's type "
                     f"and unit ({ev.kind}, {ev.unit})",
                 )
-        if (source_parallelism is not None or end_of_input != "together") and (
-            resolved.kind not in PERIODIC_KINDS
-        ):
-            raise InvalidParameterError(
-                "source_parallelism" if source_parallelism is not None else "end_of_input",
-                "runs with the periodic strategies "
-                f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
-                f"{resolved.kind!r}",
-            )
-        if source_parallelism is not None:
-            from pyspark.sql.types import IntegralType
-
-            dtype = key_column(df, channel, "channel")
-            if not isinstance(dtype, IntegralType):
-                raise SchemaError(
-                    channel,
-                    f"column {channel!r}: source_parallelism assigns Kafka partitions to "
-                    "subtasks, so the channels must be partition numbers (an integer "
-                    f"column), got {dtype.simpleString()}",
-                )
+        check_topology_input(df, channel, resolved, source_parallelism, end_of_input)
         return df, WatermarkPlan(
             ev,
             arr,
