@@ -25,6 +25,16 @@ fn generator() -> impl Strategy<Value = Generator> {
     })
 }
 
+/// A generator without idleness: the properties that compare two topologies' clocks
+/// hold only then (see `ending_per_channel_never_holds_a_watermark_back`).
+fn generator_without_idleness() -> impl Strategy<Value = Generator> {
+    prop_oneof![
+        (0i64..50).prop_map(|b| Generator::new(BaseGenerator::bounded(b).unwrap())),
+        (0i64..50).prop_map(|l| Generator::new(BaseGenerator::processing_time_lag(l).unwrap())),
+        Just(Generator::new(BaseGenerator::NoWatermarks)),
+    ]
+}
+
 /// Rows in bucket order: `(channel, bucket, max_ts)`, several per bucket and channel.
 fn stream(channels: usize) -> impl Strategy<Value = Vec<(usize, i64, i64)>> {
     prop::collection::vec((0..channels, 0i64..4, -30i64..200), 1..40).prop_map(|steps| {
@@ -287,7 +297,13 @@ proptest! {
 
     #[test]
     fn ending_per_channel_never_holds_a_watermark_back(
-        gen in generator(),
+        // Without idleness. With it, an ended split can leave its subtask with only
+        // idle splits, so the subtask goes idle at another time than with the split
+        // still registered, and the clocks of the two topologies need not be ordered
+        // (CI found a case: processing-time lag, a 1-tick idle timeout, an empty
+        // split). With idleness, tests/python/test_topology.py checks the builder
+        // against Flink's classes composed by hand instead.
+        gen in generator_without_idleness(),
         channels in 1usize..5,
         interval in 1i64..30,
         data in stream(4),
