@@ -25,6 +25,12 @@ develop: setup  ## rebuild the native module into .venv after a Rust change
 
 test: develop test-rust test-python test-wheel  ## set up, then run every test (Rust, Python, wheel)
 
+# The property tests (proptest, Hypothesis) draw the same cases on every run, so that a CI
+# failure is reproducible; PROPTEST_RNG_SEED=<n> or HYPOTHESIS_PROFILE=explore searches
+# further.
+PROPTEST_RNG_SEED ?= 20261123
+export PROPTEST_RNG_SEED
+
 test-rust:  ## Rust unit, integration and doc tests (no Python needed)
 	cargo test --quiet
 
