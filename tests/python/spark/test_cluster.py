@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import os
+import time
 import types
 from collections.abc import Callable
 from datetime import timedelta
@@ -178,6 +179,19 @@ def test_another_floodmark_version_on_the_executors_is_refused(
     assert "/environment/bin/python on " in str(err.value)
 
 
+def settled_job_statuses(sc: Any, timeout: float = 30.0) -> set[str]:
+    """The statuses of the session's jobs once none is RUNNING any more: the status
+    tracker learns of a job's end through the listener bus, a moment after the action
+    returned."""
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = {tracker.getJobInfo(j).status for j in tracker.getJobIdsForGroup(None)}
+        if "RUNNING" not in statuses or time.monotonic() > deadline:
+            return statuses
+        time.sleep(0.1)
+
+
 def test_executors_without_floodmark_fail_with_what_to_install(
     bare_spark: Any, table: pa.Table
 ) -> None:
@@ -200,9 +214,7 @@ def test_executors_without_floodmark_fail_with_what_to_install(
         assert "install the floodmark wheel" in message and "spark.archives" in message
         assert message.endswith(f"see {DOCS}")
         assert err.value.python == python
-    tracker = sc.statusTracker()
-    statuses = {tracker.getJobInfo(j).status for j in tracker.getJobIdsForGroup(None)}
-    assert statuses == {"SUCCEEDED"}, statuses
+    assert settled_job_statuses(sc) == {"SUCCEEDED"}
     check_assign(bare_spark, generate(SPEC), STRATEGY)
 
 

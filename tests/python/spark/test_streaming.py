@@ -291,16 +291,16 @@ def test_the_timeline_and_every_channels_emissions_of_a_live_query(
 @pytest.mark.parametrize("step", [400, 3_000, 10**9], ids=["1-row-per-partition", "3s", "all"])
 def test_micro_batch_size_changes_nothing(spark: Any, tmp_path: Path, step: int) -> None:
     """From about one row per partition per micro-batch (a 400 ms clock over four
-    partitions sending one record per ~400 ms) to everything in one: the native path's
-    outputs up to the final frontier are the batch function's."""
+    partitions sending one record per ~400 ms, 20 micro-batches) to everything in one:
+    the native path's outputs up to the final frontier are the batch function's."""
     from floodmark.spark.sources import replay_stream
 
     spec = dataclasses.replace(
         SPEC,
-        rows=120,
+        rows=80,
         partitions=4,
         keys=3,
-        duration_ms=12_000,
+        duration_ms=8_000,
         disorder_ms=600,
         lag_ms=1_500,
         quiet_partition=None,
@@ -327,7 +327,7 @@ def test_micro_batch_size_changes_nothing(spark: Any, tmp_path: Path, step: int)
     query.awaitTermination()
     frontier = handler.progress[-1]["frontier"]
     if step == 400:
-        assert len(handler.progress) > 20
+        assert len(handler.progress) > 15
     want = window_aggregate(
         spark.createDataFrame(table),
         STRATEGY,
