@@ -34,20 +34,20 @@ export PROPTEST_RNG_SEED
 test-rust:  ## Rust unit, integration and doc tests (no Python needed)
 	cargo test --quiet
 
-# Two pytest processes side by side: the cluster tests and the crash tests (which wait
-# on JVMs starting in subprocesses, so neither keeps the two cores busy) next to all
-# the others. Each prints its report when it ends; the target fails if either fails.
+# Two pytest processes side by side: the cluster's tests and the crash tests (much of
+# their time is JVMs starting and waiting in subprocesses) next to all the others (marker `side`, tests/python/spark/conftest.py). Each prints its
+# report when it ends; the target fails if either fails.
 test-python: develop  ## pytest: conformance vectors, property tests, Spark pipeline
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main pytest-side
 
 .PHONY: pytest-main pytest-side
 pytest-main:
 	mkdir -p build
-	$(PY) -m pytest -q -m "not cluster and not crash" --basetemp=build/pytest-main
+	$(PY) -m pytest -q -m "not side" --basetemp=build/pytest-main
 
 pytest-side:
 	mkdir -p build
-	$(PY) -m pytest -q -m "cluster or crash" --basetemp=build/pytest-side
+	FLOODMARK_TEST_SHARD=side $(PY) -m pytest -q -m side --basetemp=build/pytest-side
 
 test-wheel:  ## build the release abi3 wheel, install it into a fresh venv, import and run it
 	rm -rf dist build/wheel-venv

@@ -28,6 +28,10 @@ ON_CLUSTER = {
     "test_analyze.py",
     "test_cluster.py",
 }
+#: The modules that run in `make pytest-side` (marker `side`) with the cluster's tests:
+#: the crash tests (live queries killed in subprocesses), and test_cluster.py whole (its
+#: local case is what the cluster's outputs are compared with).
+SIDE = {"test_cluster.py", "test_streaming_crash.py"}
 #: The order in which the kinds of session start (each once).
 ORDER = {"local": 0, "cluster": 1, "bare": 2}
 TIMINGS: dict[str, float] = {}
@@ -80,6 +84,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.spark)
     if session_kind(item) != "local":
         item.add_marker(pytest.mark.cluster)
+    if session_kind(item) != "local" or Path(str(item.fspath)).name in SIDE:
+        item.add_marker(pytest.mark.side)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering

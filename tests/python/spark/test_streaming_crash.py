@@ -41,7 +41,6 @@ SPEC = StreamSpec(
     timestamp_granularity_ms=10,
 )
 KINDS = ("results", "late", "dropped")
-pytestmark = pytest.mark.crash
 
 
 def job(folder: Path, kill_at: str | None = None, path: str = "keyed") -> subprocess.Popen[bytes]:
