@@ -35,8 +35,9 @@ test-rust:  ## Rust unit, integration and doc tests (no Python needed)
 	cargo test --quiet
 
 # Two pytest processes side by side: the cluster's tests and the crash tests (much of
-# their time is JVMs starting and waiting in subprocesses) next to all the others (marker `side`, tests/python/spark/conftest.py). Each prints its
-# report when it ends; the target fails if either fails.
+# their time is JVMs starting and waiting in subprocesses) next to all the others
+# (marker `side`, tests/python/spark/conftest.py). Each prints its report when it ends;
+# the target fails if either fails.
 test-python: develop  ## pytest: conformance vectors, property tests, Spark pipeline
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main pytest-side
 

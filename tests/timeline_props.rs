@@ -10,13 +10,17 @@ use floodmark::watermark::{
 };
 use proptest::prelude::*;
 
-fn generator() -> impl Strategy<Value = Generator> {
-    let base = prop_oneof![
+/// The periodic base generators.
+fn base_generator() -> impl Strategy<Value = BaseGenerator> {
+    prop_oneof![
         (0i64..50).prop_map(|b| BaseGenerator::bounded(b).unwrap()),
         (0i64..50).prop_map(|l| BaseGenerator::processing_time_lag(l).unwrap()),
         Just(BaseGenerator::NoWatermarks),
-    ];
-    (base, prop::option::of(1i64..400)).prop_map(|(b, idle)| {
+    ]
+}
+
+fn generator() -> impl Strategy<Value = Generator> {
+    (base_generator(), prop::option::of(1i64..400)).prop_map(|(b, idle)| {
         let g = Generator::new(b);
         match idle {
             Some(t) => g.with_idleness(t).unwrap(),
@@ -28,11 +32,7 @@ fn generator() -> impl Strategy<Value = Generator> {
 /// A generator without idleness: the properties that compare two topologies' clocks
 /// hold only then (see `ending_per_channel_never_holds_a_watermark_back`).
 fn generator_without_idleness() -> impl Strategy<Value = Generator> {
-    prop_oneof![
-        (0i64..50).prop_map(|b| Generator::new(BaseGenerator::bounded(b).unwrap())),
-        (0i64..50).prop_map(|l| Generator::new(BaseGenerator::processing_time_lag(l).unwrap())),
-        Just(Generator::new(BaseGenerator::NoWatermarks)),
-    ]
+    base_generator().prop_map(Generator::new)
 }
 
 /// Rows in bucket order: `(channel, bucket, max_ts)`, several per bucket and channel.
