@@ -251,6 +251,7 @@ def pipeline(
             emit_interval=spec.emit_interval,
             event_time_unit=spec.event_time_unit,
             arrival_unit=spec.arrival_unit,
+            emissions=True,  # the report's per-partition views
         )
     with progress.stage("writing results/, late/, dropped/"):
         for name, frame in (("results", out.results), ("late", out.late), ("dropped", out.dropped)):

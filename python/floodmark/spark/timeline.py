@@ -315,7 +315,7 @@ def compute_timelines(
     *,
     stats: bool = False,
     channel_watermarks: bool = False,
-    emissions: bool = True,
+    emissions: bool = False,
     probe: LateProbe | None = None,
 ) -> list[Timeline]:
     """Stages 1-2: the timelines of ``df`` under each strategy (in ticks; default the
@@ -329,9 +329,12 @@ def compute_timelines(
             and the late probe need them).
         channel_watermarks: keep each ``(channel, bucket)``'s channel watermark
             (``assign_watermarks``); from a large table, as a cached DataFrame.
-        emissions: keep every channel's own output stream (the report) when the table
-            comes to the driver (it is about as small then), unless a generator emits
-            at every grid time.
+        emissions: keep every channel's own output stream (the report): all of it when
+            the table comes to the driver, compacted for the report's views when it
+            stays on the executors, unless a generator emits at every grid time
+            (processing-time lag). Off unless asked for: even compacted, it grows with
+            the channels and their idle transitions (one per quiet spell of a sparse
+            channel: about one per record of 10,000 partitions over a day).
         probe: counts the records a window may find late (see :data:`LateProbe`).
 
     Raises:
@@ -347,14 +350,14 @@ def compute_timelines(
         return [per_channel_timeline(df, plan, records=channel_watermarks)]
     agg = bucket_aggregate(df, plan, stats or probe is not None)
     agg.persist(StorageLevel.MEMORY_AND_DISK)
+    # A generator that emits at every grid time (processing-time lag) has channel
+    # streams of channels x grid rows: those are left out.
+    keep = emissions and all(s.kind != "processing_time_lag" for s in chosen)
     try:
         head = agg.limit(MAX_DRIVER_BUCKET_ROWS + 1).toArrow()
         if head.num_rows <= MAX_DRIVER_BUCKET_ROWS:
-            # The channels' own streams are as small as the table, unless a generator
-            # emits at every grid time (processing-time lag): those are left out.
-            keep = emissions and all(s.kind != "processing_time_lag" for s in chosen)
             return on_driver(head, plan, chosen, keep, probe)
-        return on_executors(agg, plan, chosen, channel_watermarks, probe)
+        return on_executors(agg, plan, chosen, channel_watermarks, keep, probe)
     finally:
         agg.unpersist()
 
@@ -370,7 +373,7 @@ def compute_timeline(
     *,
     stats: bool = False,
     channel_watermarks: bool = False,
-    emissions: bool = True,
+    emissions: bool = False,
     probe: LateProbe | None = None,
 ) -> Timeline:
     """:func:`compute_timelines` for the plan's own strategy."""
@@ -498,11 +501,13 @@ def on_executors(
     plan: WatermarkPlan,
     strategies: Sequence[WatermarkStrategy],
     channel_watermarks: bool,
+    keep_emissions: bool,
     probe: LateProbe | None,
 ) -> list[Timeline]:
     """Stage 2 in one Spark task, over a large (cached) bucket table in arrival order:
-    the driver gets the channel list, the timelines and the run's numbers; the
-    per-(channel, bucket) channel watermarks stay on the executors."""
+    the driver gets the channel list, the timelines, the run's numbers and, with
+    ``keep_emissions``, the channels' emissions compacted; the per-(channel, bucket)
+    channel watermarks stay on the executors."""
     from pyspark.sql import functions as F
 
     from floodmark.report.partition_views import bin_edges, compact_emissions
@@ -526,7 +531,7 @@ def on_executors(
                 chosen,
                 interval,
                 run,
-                keep_emissions=True,
+                keep_emissions=keep_emissions,
                 probe=probe,
                 topology=topology,
             ):

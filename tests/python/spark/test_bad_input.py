@@ -142,6 +142,7 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "negative partitions": ("num_partitions", lambda df: windowed(df, num_partitions=-1)),
     "fractional partitions": ("num_partitions", lambda df: windowed(df, num_partitions=2.5)),
     "partitions as text": ("num_partitions", lambda df: windowed(df, num_partitions="4")),
+    "emissions as text": ("`emissions`", lambda df: windowed(df, emissions="yes")),
     "key as a Column": ("`key`", lambda df: windowed(df, key=col("k"))),
     "channel as a Column": (
         "`channel`",

@@ -196,7 +196,6 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     from floodmark.spark.packed import unpack_local
 
     limit = 50
-    monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
     collected: list[int] = []
     emitted: list[int] = []
     stream = dense_stream()
@@ -213,17 +212,23 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
             collected.append(table.num_rows)
         return table
 
-    monkeypatch.setattr(cls, "toArrow", counting)
-    out = window_aggregate(
-        frame,
-        STRATEGY,
-        TumblingEventTimeWindows.of(timedelta(seconds=1)),
-        key="key",
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
-    )
-    monkeypatch.undo()
+    def aggregate(emissions: bool) -> Any:
+        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
+        monkeypatch.setattr(cls, "toArrow", counting)
+        out = window_aggregate(
+            frame,
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key="key",
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            emissions=emissions,
+        )
+        monkeypatch.undo()
+        return out
+
+    out = aggregate(emissions=True)
     tl = out.timeline
     assert tl.first_bucket is not None and tl.last_bucket is not None and tl.emissions is not None
     grid, channels = tl.last_bucket - tl.first_bucket + 1, len(tl.channels)
@@ -233,6 +238,12 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     assert max(collected) <= max(grid, channels, limit + 1), collected
     marks = tl.emissions.filter(pc.field("kind") != "watermark").num_rows
     assert sum(emitted) <= channels * DEFAULT_BINS + marks < pairs / 4
+    out.unpersist()
+    # Not asked for (the default), the channels' emissions do not come at all: they
+    # grow with the channels and their idle transitions.
+    emitted.clear()
+    out = aggregate(emissions=False)
+    assert out.timeline.emissions is None and not emitted
     out.unpersist()
 
 
@@ -255,6 +266,7 @@ def test_the_report_views_are_the_same_from_compacted_emissions(
             event_time="event_time",
             channel="partition",
             arrival="arrival",
+            emissions=True,
         )
         tl = out.timeline
         assert tl.emissions is not None

@@ -241,6 +241,12 @@ def test_streaming_windows_equal_window_aggregate(
     got_dropped = read_output(spark, tmp_path / "out", "dropped")
     assert rows_of(got_dropped, drop_cols) == rows_of(placed, drop_cols)
     assert got_dropped.num_rows >= 7
+    # The progress summaries count what was written, and what waits past the frontier.
+    for kind, got in (("results", got_results), ("late", got_late), ("dropped", got_dropped)):
+        assert sum(p[kind] for p in handler.progress) == got.num_rows, kind
+    placeable = pc.and_(pc.is_valid(table["event_time"]), pc.is_valid(table["arrival"]))
+    waiting = pc.and_(placeable, pc.greater(table["arrival"], frontier))
+    assert handler.progress[-1]["pending"] == pc.sum(waiting.cast("int64")).as_py() > 0
     want.unpersist()
 
 
@@ -269,7 +275,7 @@ def test_the_timeline_and_every_channels_emissions_of_a_live_query(
         event_time_unit=None,
         arrival_unit=None,
     )
-    whole = compute_timeline(df, plan)
+    whole = compute_timeline(df, plan, emissions=True)
     assert whole.emissions is not None
     # The input's integer times are milliseconds: ticks as they are.
     got = read_output(spark, tmp_path / "out", "emissions")

@@ -89,6 +89,8 @@ class Segment:
         emissions: every channel's own output rows of the batch (``channel`` as a
             channel value, ``time``, ``kind``, ``watermark``); empty unless the state's
             builder keeps them (the handler's ``emissions=True``).
+        pending: how many rows wait past the new frontier (a bucket's rows are all on
+            one side of it: the frontier is on the emission grid).
     """
 
     state: EngineState
@@ -101,6 +103,7 @@ class Segment:
     min_channel: Any
     idle: list[Any]
     emissions: pa.Table
+    pending: int
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         grew = self.timeline.column("advance").to_numpy(zero_copy_only=False)
@@ -221,6 +224,9 @@ def advance(
         }
     )
     restamped = int(pc.sum(table.column("restamped")).as_py() or 0) if table.num_rows else 0
+    waiting = int(pc.sum(table.column("rows")).as_py() or 0) - int(
+        pc.sum(done.column("rows")).as_py() or 0
+    )
     holder = builder.min_channel
     idle = [channels[c] for c in range(len(channels)) if builder.channel_status(c)[1]]
     new = dataclasses.replace(
@@ -242,6 +248,7 @@ def advance(
         None if holder is None else channels[holder],
         idle,
         emitted,
+        waiting,
     )
 
 

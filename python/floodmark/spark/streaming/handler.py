@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.plan import WatermarkPlan, make_plan, require_periodic
-from floodmark.spark.streaming.frontier import ARRIVAL, EngineState
+from floodmark.spark.streaming.frontier import ARRIVAL, EngineState, Segment
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
 from floodmark.spark.streaming.state import StateStore
+from floodmark.spark.windows import flag
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 
@@ -81,13 +82,6 @@ class BatchResult:
 
     summary: dict[str, Any]
     kinds: list[str] = field(default_factory=list)
-
-
-def flag(value: Any, parameter: str) -> bool:
-    """``value`` if it is a bool, else a clear error naming ``parameter``."""
-    if not isinstance(value, bool):
-        raise InvalidParameterError(parameter, f"expected True or False, got {value!r}")
-    return value
 
 
 class BatchHandler(ABC):
@@ -292,19 +286,14 @@ def pending_rows(store: StateStore, batch_id: int | None, batch: DataFrame) -> D
     return batch.sparkSession.read.parquet(path)
 
 
-def save_pending(store: StateStore, batch_id: int, rows: DataFrame, frontier: int | None) -> int:
-    """Writes the rows past the new frontier; returns how many."""
+def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Segment) -> None:
+    """Writes the rows past the new frontier (``segment.pending`` of them: none, nothing
+    written)."""
     from pyspark.sql import functions as F
 
-    later = rows if frontier is None else rows.where(F.col(ARRIVAL) > F.lit(frontier))
-    later = later.persist()
-    try:
-        count = later.count()
-        if count:
-            later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
-    finally:
-        later.unpersist()
-    return count
+    if segment.pending:
+        later = rows.where(F.col(ARRIVAL) > F.lit(segment.state.frontier))
+        later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
 
 
 DEFAULT_ALLOWANCE = timedelta(seconds=1)

@@ -70,7 +70,7 @@ def advance_batch(
     saved) and how many rows wait for a later batch. ``inspect`` sees the batch's
     per-(channel, bucket) rows first (and may refuse them)."""
     previous = store.last_before(batch_id)
-    rows = batch_rows(batch, plan, state, pending_rows(store, previous, batch)).persist()
+    rows = batch_rows(batch, plan, state, pending_rows(store, previous, batch))
     table = bucket_rows(rows, plan)
     if inspect is not None:
         inspect(table)
@@ -80,8 +80,8 @@ def advance_batch(
         )
     handler.kill("after_timeline", batch_id)
     with handler.clock("state"):
-        pending = save_pending(store, batch_id, rows, segment.state.frontier)
-    return rows, segment, pending
+        save_pending(store, batch_id, rows, segment)
+    return rows, segment, segment.pending
 
 
 def processed(rows: DataFrame, segment: Segment) -> DataFrame:
@@ -217,50 +217,47 @@ class StreamingWatermarks(BatchHandler):
 
         result = BatchResult({})
         rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
+        names = ["channel", "bucket", _CWM, _WM]
+        looked_up = join_buckets(
+            processed(rows, segment), stamped_plan(plan), segment.buckets.rename_columns(names)
+        )
+        wm = F.col(_WM)
+        placed = looked_up.select(
+            *[F.col(quote(c)) for c in batch.columns],
+            plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
+            plan.event_time.from_ticks(wm).alias("watermark"),
+            behind_watermark(F.col(TS), wm).alias("is_late"),
+            F.lit(None).cast("string").alias("error"),
+        )
+        unplaced = batch.where(~valid_rows(plan)).select(
+            *[F.col(quote(c)) for c in batch.columns],
+            F.lit(None)
+            .cast(placed.schema["channel_watermark"].dataType)
+            .alias("channel_watermark"),
+            F.lit(None).cast(placed.schema["watermark"].dataType).alias("watermark"),
+            F.lit(None).cast("boolean").alias("is_late"),
+            error_reason(plan).alias("error"),
+        )
+        records = placed.unionByName(unplaced).persist()
         try:
-            names = ["channel", "bucket", _CWM, _WM]
-            looked_up = join_buckets(
-                processed(rows, segment), stamped_plan(plan), segment.buckets.rename_columns(names)
-            )
-            wm = F.col(_WM)
-            placed = looked_up.select(
-                *[F.col(quote(c)) for c in batch.columns],
-                plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
-                plan.event_time.from_ticks(wm).alias("watermark"),
-                behind_watermark(F.col(TS), wm).alias("is_late"),
-                F.lit(None).cast("string").alias("error"),
-            )
-            unplaced = batch.where(~valid_rows(plan)).select(
-                *[F.col(quote(c)) for c in batch.columns],
-                F.lit(None)
-                .cast(placed.schema["channel_watermark"].dataType)
-                .alias("channel_watermark"),
-                F.lit(None).cast(placed.schema["watermark"].dataType).alias("watermark"),
-                F.lit(None).cast("boolean").alias("is_late"),
-                error_reason(plan).alias("error"),
-            )
-            records = placed.unionByName(unplaced).persist()
-            try:
-                counts = records.agg(
-                    F.count(F.lit(1)).alias("rows"),
-                    F.sum(F.col("is_late").cast("long")).alias("late"),
-                    F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
-                ).collect()[0]
-                self.write("records", records, batch_id, result)
-            finally:
-                records.unpersist()
-            self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
-            if self.emissions:
-                self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
-            self.kill("after_outputs", batch_id)
-            late, errors = int(counts["late"] or 0), int(counts["errors"] or 0)
-            new = dataclasses.replace(
-                segment.state, late=state.late + late, dropped=state.dropped + errors
-            )
-            with self.clock("state"):
-                save_engine(store, batch_id, new)
+            counts = records.agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.sum(F.col("is_late").cast("long")).alias("late"),
+                F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
+            ).collect()[0]
+            self.write("records", records, batch_id, result)
         finally:
-            rows.unpersist()
+            records.unpersist()
+        self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
+        if self.emissions:
+            self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
+        self.kill("after_outputs", batch_id)
+        late, errors = int(counts["late"] or 0), int(counts["errors"] or 0)
+        new = dataclasses.replace(
+            segment.state, late=state.late + late, dropped=state.dropped + errors
+        )
+        with self.clock("state"):
+            save_engine(store, batch_id, new)
         result.summary = {
             **progress(segment, plan, pending),
             "records": int(counts["rows"]),

@@ -36,7 +36,6 @@ from floodmark.spark.streaming.handler import (
     DEFAULT_ALLOWANCE,
     BatchHandler,
     BatchResult,
-    flag,
     save_engine,
 )
 from floodmark.spark.streaming.native import carried_windows, check_range, native_batch
@@ -49,7 +48,7 @@ from floodmark.spark.streaming.watermarks import (
     stamped_plan,
     timeline_frame,
 )
-from floodmark.spark.windows import make_window_plan, results_frame
+from floodmark.spark.windows import flag, make_window_plan, results_frame
 from floodmark.spark.windows.keyed import (
     Feeder,
     default_partitions,
@@ -278,23 +277,20 @@ class StreamingWindows(BatchHandler):
         native = self.chosen_path(wplan) == "native"
         inspect = (lambda table: check_range(table, wplan)) if native else None
         rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store, inspect)
-        try:
-            step = self.native if native else self.keyed
-            counts = step(batch, batch_id, wplan, rows, segment, store, result)
-            if self.timeline:
-                self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
-            if self.emissions:
-                self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
-            self.kill("after_outputs", batch_id)
-            new = dataclasses.replace(
-                segment.state,
-                late=state.late + counts["late"],
-                dropped=state.dropped + counts["dropped"],
-            )
-            with self.clock("state"):
-                save_engine(store, batch_id, new)
-        finally:
-            rows.unpersist()
+        step = self.native if native else self.keyed
+        counts = step(batch, batch_id, wplan, rows, segment, store, result)
+        if self.timeline:
+            self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
+        if self.emissions:
+            self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
+        self.kill("after_outputs", batch_id)
+        new = dataclasses.replace(
+            segment.state,
+            late=state.late + counts["late"],
+            dropped=state.dropped + counts["dropped"],
+        )
+        with self.clock("state"):
+            save_engine(store, batch_id, new)
         result.summary = {
             **progress(segment, plan, pending),
             "path": "native" if native else "keyed",
@@ -318,23 +314,34 @@ class StreamingWindows(BatchHandler):
     ) -> dict[str, int]:
         """The native pass of one batch: outputs written, open windows saved; returns
         the counts of results, late and dropped rows."""
+        from pyspark.sql import functions as F
+
         spark = batch.sparkSession
         previous = store.last_before(batch_id)
         out = native_batch(rows, wplan, segment, carried_windows(store, previous, spark))
-        counts = {}
-        for kind, frame in (
-            ("result", results_frame(out.results, wplan)),
-            ("late", side_frame(out.late, wplan, batch, "late")),
-            ("dropped", errors_frame(batch, wplan)),
-        ):
-            frame = frame.persist()
-            try:
-                counts[kind] = frame.count()
-                self.write("results" if kind == "result" else kind, frame, batch_id, result)
-            finally:
-                frame.unpersist()
-        with self.clock("state"):
-            out.open.write.mode("overwrite").parquet(store.version(batch_id, "open"))
+        groups = out.groups.persist()
+        results = results_frame(out.results, wplan)
+        if wplan.lateness:  # with the refirings: counted, then written from the cache
+            results = results.persist()
+        try:
+            fired, late = out.counts()
+            counts = {
+                "result": results.count() if wplan.lateness else fired,
+                "late": late,
+                "dropped": batch.where(~valid_rows(wplan.wm)).count(),
+            }
+            self.write("results", results, batch_id, result)
+            for kind, frame in (
+                ("late", side_frame(out.late, wplan, batch, "late")),
+                ("dropped", errors_frame(batch, wplan)),
+            ):  # an empty output reads nothing
+                frame = frame if counts[kind] else frame.where(F.lit(False))
+                self.write(kind, frame, batch_id, result)
+            with self.clock("state"):
+                out.open.write.mode("overwrite").parquet(store.version(batch_id, "open"))
+        finally:
+            results.unpersist()
+            groups.unpersist()
         return counts
 
     def keyed(

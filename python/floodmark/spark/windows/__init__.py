@@ -105,6 +105,7 @@ def window_aggregate(
     source_parallelism: int | None = None,
     topic: str | None = None,
     end_of_input: str = "together",
+    emissions: bool = False,
 ) -> WindowedOutput:
     """Flink's keyed event-time windows over ``df``, driven by Flink's watermarks.
 
@@ -130,6 +131,10 @@ def window_aggregate(
             ``spark.sql.shuffle.partitions``.
         source_parallelism, topic, end_of_input: the Flink job's topology (see
             :func:`assign_watermarks` and ``docs/semantics.md``).
+        emissions: also keep every channel's own watermark output in
+            ``out.timeline.emissions`` (what the report's per-partition views read;
+            compacted to what they read when the input is large). Off by default: it
+            grows with the channels and their idle transitions.
 
     Returns:
         A :class:`WindowedOutput` with ``results``, ``late`` and ``dropped``.
@@ -153,12 +158,14 @@ def window_aggregate(
         plan = make_window_plan(df, wm_plan, window, key, aggs, allowed_lateness)
         if num_partitions is not None:
             num_partitions = positive_int(num_partitions, "num_partitions")
+        emissions = flag(emissions, "emissions")
 
         native_candidate = candidate(plan)
         timeline = compute_timeline(
             df,
             wm_plan,
             stats=native_candidate,
+            emissions=emissions,
             probe=late_probe(plan) if native_candidate else None,
         )
         times, wms = timeline.advances()
@@ -261,6 +268,13 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
         timing.alias("timing"),
         arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
     )
+
+
+def flag(value: object, parameter: str) -> bool:
+    """``value`` if it is a bool, else a clear error naming ``parameter``."""
+    if not isinstance(value, bool):
+        raise InvalidParameterError(parameter, f"expected True or False, got {value!r}")
+    return value
 
 
 def positive_int(value: object, parameter: str) -> int:
