@@ -292,7 +292,8 @@ def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Seg
     from pyspark.sql import functions as F
 
     if segment.pending:
-        later = rows.where(F.col(ARRIVAL) > F.lit(segment.state.frontier))
+        frontier = segment.state.frontier
+        later = rows if frontier is None else rows.where(F.col(ARRIVAL) > F.lit(frontier))
         later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
 
 
