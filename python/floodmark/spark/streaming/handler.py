@@ -8,8 +8,9 @@ Per micro-batch ``b``:
    (it crashed after the marker, before its own commit): publish the staged outputs if
    that was not done, and return.
 3. Restore the state of the newest committed batch before ``b``; the input is the
-   batch's rows plus the rows held back behind the previous frontier (persisted for the
-   batch's duration).
+   batch's rows (persisted for the batch's duration: every pass reads them, and a
+   source such as Kafka is not read again) plus the rows held back behind the previous
+   frontier (read from the state).
 4. The handler's work (:meth:`BatchHandler.run`): the watermark stages up to the new
    frontier, its outputs written through the sink, its new state written to
    ``versions/b``.
