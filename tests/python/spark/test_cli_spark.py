@@ -3,6 +3,8 @@ outputs and reports, and user errors are one line with exit code 2."""
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,10 @@ def test_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "dropped by Spark's watermark" in out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert (tmp_path / "report" / "index.html").exists()
+    # The report's per-partition views, from the channels' emissions the CLI asks for.
+    with (tmp_path / "report" / "lag.csv").open() as lag:
+        states = Counter(row["state"] for row in csv.DictReader(lag))
+    assert states["active"] > 0 and states["idle"] > 0, states
     results = pq.read_table(tmp_path / "results")
     assert results.num_rows > 0
 

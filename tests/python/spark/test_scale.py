@@ -185,6 +185,20 @@ def dense_stream(channels: int = 200, seconds: int = 300, seed: int = 5) -> pa.T
     )
 
 
+def tumbling(frame: Any, emissions: bool) -> Any:
+    """1 s tumbling counts per key of a stream of :func:`dense_stream`'s columns."""
+    return window_aggregate(
+        frame,
+        STRATEGY,
+        TumblingEventTimeWindows.of(timedelta(seconds=1)),
+        key="key",
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        emissions=emissions,
+    )
+
+
 def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -215,16 +229,7 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     def aggregate(emissions: bool) -> Any:
         monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
         monkeypatch.setattr(cls, "toArrow", counting)
-        out = window_aggregate(
-            frame,
-            STRATEGY,
-            TumblingEventTimeWindows.of(timedelta(seconds=1)),
-            key="key",
-            event_time="event_time",
-            channel="partition",
-            arrival="arrival",
-            emissions=emissions,
-        )
+        out = tumbling(frame, emissions)
         monkeypatch.undo()
         return out
 
@@ -258,16 +263,7 @@ def test_the_report_views_are_the_same_from_compacted_emissions(
     stream = dense_stream()
 
     def views() -> tuple[Any, int]:
-        out = window_aggregate(
-            spark.createDataFrame(stream),
-            STRATEGY,
-            TumblingEventTimeWindows.of(timedelta(seconds=1)),
-            key="key",
-            event_time="event_time",
-            channel="partition",
-            arrival="arrival",
-            emissions=True,
-        )
+        out = tumbling(spark.createDataFrame(stream), emissions=True)
         tl = out.timeline
         assert tl.emissions is not None
         got = partition_views(tl.table, tl.emissions, span=tl.span)
@@ -275,6 +271,10 @@ def test_the_report_views_are_the_same_from_compacted_emissions(
         return got, tl.emissions.num_rows
 
     whole, all_rows = views()
+    # From the driver path too, the emissions are kept only when asked for.
+    unasked = tumbling(spark.createDataFrame(stream), emissions=False)
+    assert unasked.timeline.buckets is not None and unasked.timeline.emissions is None
+    unasked.unpersist()
     monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
     compacted, kept_rows = views()
     assert kept_rows < all_rows / 2
