@@ -441,7 +441,8 @@ class ReplayStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if hi > lo:
                 slices.append((str(folder / c["file"]), lo, hi))
         # One partition per channel, or (max_partitions) consecutive channels grouped.
-        per = 1 if self.max_partitions is None else -(-len(slices) // self.max_partitions)
+        # (A clock step in which no channel has a record reads nothing.)
+        per = 1 if self.max_partitions is None else max(1, -(-len(slices) // self.max_partitions))
         return [ReplayPartition(slices[i : i + per]) for i in range(0, len(slices), per)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

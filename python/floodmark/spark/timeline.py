@@ -554,7 +554,10 @@ def on_executors(
     out = (
         agg.select(*columns)
         .coalesce(1)
-        .sortWithinPartitions("bucket", "channel")
+        # By bucket alone: the builder takes a bucket's rows in any channel order, and
+        # one integral sort key lets Spark radix-sort (1.8-2.1 s against 4.5-4.8 s for
+        # the 7.7M bucket rows of 1,000 partitions over an hour).
+        .sortWithinPartitions("bucket")
         .mapInArrow(task, packed_schema())
     )
     if channel_watermarks:

@@ -170,6 +170,21 @@ def test_stream_batches_restart_and_re_run(spark: Any, checkpoint: Path) -> None
     assert again.batches[4] == second.batches[4] != []
 
 
+def test_a_step_without_records_reads_nothing_with_max_partitions(
+    spark: Any, checkpoint: Path
+) -> None:
+    """Channels grouped into one partition (``max_partitions``): a clock step in which
+    no channel has a record is an empty micro-batch (it failed the query: a partition
+    size of zero)."""
+    table = _table()
+    df = replay_stream(
+        spark, table, arrival="arrival", channel="partition", step=200, max_partitions=1
+    )
+    got = _run(df, checkpoint)
+    assert [_rows(got.batches[b]) for b in sorted(got.batches)] == _expected(table, T0, 200, 5)
+    assert _rows(got.batches[2]) == []
+
+
 def test_timestamp_arrival_string_channel_first_batch_all_channels(
     spark: Any, checkpoint: Path, tmp_path: Path
 ) -> None:

@@ -19,8 +19,12 @@ restored from the previous batch's snapshot, is given the batch's per-(channel, 
 rows up to the frontier and advanced to it; its timeline rows of the batch are the
 segment ``(F_{b-1}, F_b]`` of the whole stream's. A channel first seen in a later batch
 joins the valve then (:meth:`TimelineBuilder.insert_channel`, as Flink registers a new
-split). The driver holds the batch's per-(channel, bucket) rows: bounded by the batch's
-size (use the source's per-trigger limit to bound it).
+split), at the previous frontier: when that happens depends on where the micro-batches
+are cut. The channels named up front (the handlers' ``channels``: a topic's partitions)
+join at the first batch, as Flink's source assigns a topic's splits when it starts, so a
+partition that is only quiet is not taken for a new one. The driver holds the batch's
+per-(channel, bucket) rows: bounded by the batch's size (use the source's per-trigger
+limit to bound it).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -158,10 +163,12 @@ def advance(
     state: EngineState,
     allowance: int,
     emissions: bool = False,
+    known: Sequence[Any] = (),
 ) -> Segment:
     """Runs the batch's per-(channel, bucket) rows ``table`` up to the new frontier;
     ``emissions``: keep every channel's own output rows (from the first batch on: the
-    setting is part of the builder's snapshot)."""
+    setting is part of the builder's snapshot); ``known``: channels that join the valve
+    now even if the batch has no row of theirs."""
     interval = plan.interval
     latest = pc.max(table.column("arrival")).as_py() if table.num_rows else None
     candidates = [a for a in (state.max_arrival, latest) if a is not None]
@@ -177,7 +184,7 @@ def advance(
     if state.builder is not None:
         builder.restore(state.builder)
     start_watermark = builder.watermark
-    for value in sorted(set(table.column("channel").to_pylist()) - set(channels)):
+    for value in sorted(set(table.column("channel").to_pylist()).union(known) - set(channels)):
         at = bisect.bisect_left(channels, value)
         channels.insert(at, value)
         builder.insert_channel(at)

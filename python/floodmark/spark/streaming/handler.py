@@ -28,7 +28,7 @@ import os
 import signal
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -104,6 +104,7 @@ class BatchHandler(ABC):
         allowance: Duration,
         on_progress: Callable[[dict[str, Any]], None] | None,
         emissions: bool = False,
+        channels: Iterable[Any] | None = None,
     ) -> None:
         if not isinstance(strategy, WatermarkStrategy):
             raise InvalidParameterError(
@@ -132,6 +133,7 @@ class BatchHandler(ABC):
         self.allowance = allowance
         self.on_progress = on_progress
         self.emissions = flag(emissions, "emissions")
+        self.channels = known_channels(channels)
         self.progress: list[dict[str, Any]] = []
         self.clock = Clock()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
@@ -173,6 +175,7 @@ class BatchHandler(ABC):
             arrival_unit=self.arrival_unit,
         )
         require_periodic(plan, "a live query")
+        check_channel_type(self.channels, events, plan.channel)
         return plan
 
     def fingerprint(self, plan: WatermarkPlan) -> dict[str, Any]:
@@ -299,6 +302,48 @@ def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Seg
 
 
 DEFAULT_ALLOWANCE = timedelta(seconds=1)
+
+
+def known_channels(channels: Iterable[Any] | None) -> list[Any]:
+    """The ``channels`` parameter: the channel values that join the valve at the first
+    batch (a topic's partitions), sorted, without repeats; integers or strings."""
+    if channels is None:
+        return []
+    if isinstance(channels, str | bytes) or not isinstance(channels, Iterable):
+        raise InvalidParameterError(
+            "channels",
+            f"expected the channel values (a topic's partitions, e.g. range(16)), got {channels!r}",
+        )
+    values = list(channels)
+    kinds = {int if isinstance(v, int) and not isinstance(v, bool) else type(v) for v in values}
+    if not kinds <= {int} and not kinds <= {str}:
+        found = ", ".join(sorted(k.__name__ for k in kinds))
+        raise InvalidParameterError(
+            "channels", f"expected integers or strings, all of one kind, got {found}"
+        )
+    return sorted(set(values))
+
+
+def check_channel_type(channels: list[Any], events: DataFrame, column: str) -> None:
+    """Raises if ``channels`` cannot be values of the channel ``column`` of ``events``."""
+    from pyspark.sql.types import IntegralType, StringType
+
+    if not channels:
+        return
+    fields = events.schema.fields
+    exact = {f.name: f.dataType for f in fields}
+    dtype = exact.get(column, {f.name.lower(): f.dataType for f in fields}.get(column.lower()))
+    if dtype is None:
+        return
+    wanted = {IntegralType: int, StringType: str}
+    kind = next((v for t, v in wanted.items() if isinstance(dtype, t)), None)
+    if kind is None or not isinstance(channels[0], kind):
+        raise InvalidParameterError(
+            "channels",
+            f"the channel column {column!r} is {dtype.simpleString()}: "
+            f"its values cannot be {type(channels[0]).__name__}s like {channels[0]!r}",
+        )
+
 
 __all__ = [
     "DEFAULT_ALLOWANCE",

@@ -4,7 +4,7 @@ batch, and the combined timeline."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +76,12 @@ def advance_batch(
         inspect(table)
     with handler.clock("driver"):
         segment = advance(
-            table, plan, state, handler.allowance_ticks(plan), emissions=handler.emissions
+            table,
+            plan,
+            state,
+            handler.allowance_ticks(plan),
+            emissions=handler.emissions,
+            known=handler.channels,
         )
     handler.kill("after_timeline", batch_id)
     with handler.clock("state"):
@@ -160,6 +165,10 @@ class StreamingWatermarks(BatchHandler):
         event_time_unit, arrival_unit: units of integer time columns (``ms``).
         allowance: how far behind the latest arrival the frontier stays (1 s): the skew
             allowed between channels (see :mod:`.frontier`).
+        channels: the channel values known up front (a topic's partitions, e.g.
+            ``range(1000)``): they join the valve at the first batch, as Flink's source
+            assigns a topic's splits when it starts. A channel not named joins when a
+            batch first has a row of it (docs/streaming.md, "New partitions").
         emissions: also write every channel's own watermark output of each batch (kind
             ``emissions``: ``channel``, ``time``, ``kind``, ``watermark``); part of the
             state's layout.
@@ -180,6 +189,7 @@ class StreamingWatermarks(BatchHandler):
         arrival_unit: str | None = None,
         allowance: Duration = DEFAULT_ALLOWANCE,
         emissions: bool = False,
+        channels: Iterable[Any] | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -194,6 +204,7 @@ class StreamingWatermarks(BatchHandler):
             arrival_unit=arrival_unit,
             allowance=allowance,
             on_progress=on_progress,
+            channels=channels,
             emissions=emissions,
         )
 

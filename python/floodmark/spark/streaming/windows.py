@@ -17,7 +17,7 @@ floats and the same snapshots.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +158,10 @@ class StreamingWindows(BatchHandler):
         emit_interval: periodic emission interval (200 ms).
         event_time_unit, arrival_unit: units of integer time columns (``ms``).
         allowance: how far behind the latest arrival the frontier stays (1 s).
+        channels: the channel values known up front (a topic's partitions, e.g.
+            ``range(1000)``): they join the valve at the first batch, as Flink's source
+            assigns a topic's splits when it starts. A channel not named joins when a
+            batch first has a row of it (docs/streaming.md, "New partitions").
         key_groups: how many groups the keys' operator state is cut into (64); part of
             the state's layout, so it cannot change between restarts.
         num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
@@ -194,6 +198,7 @@ class StreamingWindows(BatchHandler):
         path: str = "auto",
         timeline: bool = False,
         emissions: bool = False,
+        channels: Iterable[Any] | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -208,6 +213,7 @@ class StreamingWindows(BatchHandler):
             arrival_unit=arrival_unit,
             allowance=allowance,
             on_progress=on_progress,
+            channels=channels,
             emissions=emissions,
         )
         from floodmark.spark.windows import positive_int
