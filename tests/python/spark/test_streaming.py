@@ -421,6 +421,15 @@ def test_channels_that_are_not_channel_values_are_refused(
         watermarks_handler(tmp_path, channels=channels)
 
 
+def test_channels_are_integers_of_any_kind_or_strings(tmp_path: Path) -> None:
+    import numpy as np
+
+    assert watermarks_handler(tmp_path, channels=np.arange(3, dtype=np.int32)).channels == [0, 1, 2]
+    assert watermarks_handler(tmp_path, channels=[2, 0, 2]).channels == [0, 2]
+    assert watermarks_handler(tmp_path, channels=("b", "a")).channels == ["a", "b"]
+    assert type(watermarks_handler(tmp_path, channels=np.arange(1)).channels[0]) is int
+
+
 def test_channels_of_another_type_than_the_column_are_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:

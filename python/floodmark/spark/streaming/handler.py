@@ -24,6 +24,7 @@ named point: the crash-safety tests use it (no effect when unset).
 
 from __future__ import annotations
 
+import operator
 import os
 import signal
 import time
@@ -306,7 +307,8 @@ DEFAULT_ALLOWANCE = timedelta(seconds=1)
 
 def known_channels(channels: Iterable[Any] | None) -> list[Any]:
     """The ``channels`` parameter: the channel values that join the valve at the first
-    batch (a topic's partitions), sorted, without repeats; integers or strings."""
+    batch (a topic's partitions), sorted, without repeats; integers (numpy's too) or
+    strings."""
     if channels is None:
         return []
     if isinstance(channels, str | bytes) or not isinstance(channels, Iterable):
@@ -314,8 +316,11 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
             "channels",
             f"expected the channel values (a topic's partitions, e.g. range(16)), got {channels!r}",
         )
-    values = list(channels)
-    kinds = {int if isinstance(v, int) and not isinstance(v, bool) else type(v) for v in values}
+    values = [
+        operator.index(v) if hasattr(v, "__index__") and not isinstance(v, bool) else v
+        for v in channels
+    ]
+    kinds = {type(v) for v in values}
     if not kinds <= {int} and not kinds <= {str}:
         found = ", ".join(sorted(k.__name__ for k in kinds))
         raise InvalidParameterError(
