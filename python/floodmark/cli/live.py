@@ -229,6 +229,7 @@ class Queries:
             outputs=ParquetOutputs(str(outputs)),
             timeline=True,
             emissions=True,
+            channels=range(PARTITIONS),  # the topic's partitions join at the first batch
             on_progress=run.on_batch,
         )
         self.stream = events(kafka_stream(spark, kafka.bootstrap_servers, [TOPIC]))
