@@ -29,9 +29,10 @@ ON_CLUSTER = {
     "test_cluster.py",
 }
 #: The modules that run in `make pytest-side` (marker `side`) with the cluster's tests:
-#: the crash tests (live queries killed in subprocesses), and test_cluster.py whole (its
-#: local case is what the cluster's outputs are compared with).
-SIDE = {"test_cluster.py", "test_streaming_crash.py"}
+#: the crash tests (live queries killed in subprocesses), test_cluster.py whole (its
+#: local case is what the cluster's outputs are compared with), and the command line's
+#: Spark runs, which balance the two processes (11.7 and 13.1 minutes without them).
+SIDE = {"test_cluster.py", "test_streaming_crash.py", "test_cli_spark.py"}
 #: The order in which the kinds of session start (each once).
 ORDER = {"local": 0, "cluster": 1, "bare": 2}
 TIMINGS: dict[str, float] = {}
