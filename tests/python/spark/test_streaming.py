@@ -427,6 +427,7 @@ def test_channels_are_integers_of_any_kind_or_strings(tmp_path: Path) -> None:
     assert watermarks_handler(tmp_path, channels=np.arange(3, dtype=np.int32)).channels == [0, 1, 2]
     assert watermarks_handler(tmp_path, channels=[2, 0, 2]).channels == [0, 2]
     assert watermarks_handler(tmp_path, channels=("b", "a")).channels == ["a", "b"]
+    assert watermarks_handler(tmp_path, channels=np.array(["a"])).channels == ["a"]
     assert type(watermarks_handler(tmp_path, channels=np.arange(1)).channels[0]) is int
 
 
@@ -437,4 +438,8 @@ def test_channels_of_another_type_than_the_column_are_refused(
     events = spark.readStream.schema(schema).parquet(str(tmp_path))
     with pytest.raises(InvalidParameterError, match=r"`channels`.*'partition' is bigint"):
         watermarks_handler(tmp_path, channels=["p0", "p1"]).check(events)
-    assert watermarks_handler(tmp_path, channels=range(3)).channels == [0, 1, 2]
+    with pytest.raises(
+        InvalidParameterError, match=r"`channels`.*9223372036854775808 is out of its range"
+    ):
+        watermarks_handler(tmp_path, channels=[0, 2**63]).check(events)
+    assert watermarks_handler(tmp_path, channels=range(3)).check(events).channel == "partition"

@@ -317,7 +317,11 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
             f"expected the channel values (a topic's partitions, e.g. range(16)), got {channels!r}",
         )
     values = [
-        operator.index(v) if hasattr(v, "__index__") and not isinstance(v, bool) else v
+        str(v)
+        if isinstance(v, str)
+        else operator.index(v)
+        if hasattr(v, "__index__") and not isinstance(v, bool)
+        else v
         for v in channels
     ]
     kinds = {type(v) for v in values}
@@ -331,7 +335,7 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
 
 def check_channel_type(channels: list[Any], events: DataFrame, column: str) -> None:
     """Raises if ``channels`` cannot be values of the channel ``column`` of ``events``."""
-    from pyspark.sql.types import IntegralType, StringType
+    from pyspark.sql.types import ByteType, IntegerType, IntegralType, ShortType, StringType
 
     if not channels:
         return
@@ -347,6 +351,19 @@ def check_channel_type(channels: list[Any], events: DataFrame, column: str) -> N
             "channels",
             f"the channel column {column!r} is {dtype.simpleString()}: "
             f"its values cannot be {type(channels[0]).__name__}s like {channels[0]!r}",
+        )
+    widths: dict[type, int] = {ByteType: 8, ShortType: 16, IntegerType: 32}
+    bits = widths.get(type(dtype), 64)
+    outside = [
+        v
+        for v in (channels[0], channels[-1])
+        if kind is int and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)
+    ]
+    if outside:
+        raise InvalidParameterError(
+            "channels",
+            f"the channel column {column!r} is {dtype.simpleString()}: "
+            f"{outside[0]} is out of its range",
         )
 
 
