@@ -6,6 +6,9 @@ __version__: str
 
 from typing import Any, final
 
+#: The most channels a valve (and a timeline builder) takes.
+MAX_CHANNELS: int
+
 @final
 class _Generator:
     def __new__(

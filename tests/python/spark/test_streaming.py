@@ -47,6 +47,8 @@ SPEC = StreamSpec(
     very_late_ms=20_000,
     timestamp_granularity_ms=10,
 )
+#: The columns of :func:`floodmark.datagen.generate`'s stream, as every call here names them.
+COLUMNS = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
 STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).with_idleness(
     timedelta(seconds=5)
 )
@@ -60,9 +62,7 @@ def stream() -> pa.Table:
 def watermarks_handler(folder: Path, **kwargs: Any) -> StreamingWatermarks:
     return StreamingWatermarks(
         STRATEGY,
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
         state_location=str(folder / "state"),
         outputs=ParquetOutputs(str(folder / "out")),
         **kwargs,
@@ -86,9 +86,7 @@ def test_streaming_watermarks_equal_assign_watermarks(
     want = assign_watermarks(
         spark.createDataFrame(stream),
         STRATEGY,
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
     ).toArrow()
     columns = [*stream.column_names, "channel_watermark", "watermark", "is_late", "error"]
     assert rows_of(got, columns) == rows_of(before(want, "arrival", frontier), columns)
@@ -101,9 +99,7 @@ def test_streaming_watermarks_equal_assign_watermarks(
     whole = watermark_timeline(
         spark.createDataFrame(stream),
         STRATEGY,
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
     ).toArrow()
     cols = ["time", "watermark", "status", "min_channel"]
     assert (
@@ -129,9 +125,7 @@ def test_a_changed_strategy_is_refused(spark: Any, stream: pa.Table, tmp_path: P
     (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
     changed = StreamingWatermarks(
         WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=3)),
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
         state_location=str(tmp_path / "state"),
         outputs=ParquetOutputs(str(tmp_path / "out")),
     )
@@ -175,9 +169,7 @@ def windows_handler(
         STRATEGY,
         window,
         key="key",
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
         aggs=aggs,
         allowed_lateness=lateness,
         state_location=str(folder / "state"),
@@ -193,9 +185,7 @@ def batch_windows(spark: Any, table: pa.Table, window: Any, lateness: Any, aggs:
         STRATEGY,
         window,
         key="key",
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
         aggs=aggs,
         allowed_lateness=lateness,
     )
@@ -278,9 +268,7 @@ def test_the_timeline_and_every_channels_emissions_of_a_live_query(
     df, plan = make_plan(
         spark.createDataFrame(stream),
         STRATEGY,
-        event_time="event_time",
-        channel="partition",
-        arrival="arrival",
+        **COLUMNS,
         emit_interval=timedelta(milliseconds=200),
         event_time_unit=None,
         arrival_unit=None,
@@ -366,14 +354,13 @@ def test_a_thousand_partitions_live_equal_the_batch_functions(spark: Any, tmp_pa
     first = set(pq.read_table(source / "part-00000.parquet")["partition"].to_pylist())
     assert len(set(partitions) - first) > 100
     schema = spark.createDataFrame(table).schema
-    cols = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
 
     marks = watermarks_handler(tmp_path / "marks", channels=partitions)
     run_query(spark, source, schema, marks, tmp_path / "marks" / "ck")
     assert marks.progress[0]["channels"] == len(partitions)
     frontier = marks.progress[-1]["frontier"]
     got = read_output(spark, tmp_path / "marks" / "out", "records")
-    want = assign_watermarks(spark.createDataFrame(table), STRATEGY, **cols).toArrow()
+    want = assign_watermarks(spark.createDataFrame(table), STRATEGY, **COLUMNS).toArrow()
     columns = [*table.column_names, "channel_watermark", "watermark", "is_late", "error"]
     assert rows_of(got, columns) == rows_of(before(want, "arrival", frontier), columns)
     assert got.num_rows > table.num_rows * 0.8 and sum(got["is_late"].to_pylist()) > 0
@@ -412,6 +399,7 @@ def test_a_thousand_partitions_live_equal_the_batch_functions(spark: Any, tmp_pa
         ([0, "1"], "all of one kind"),
         ([0, None], "all of one kind"),
         ([True], "all of one kind"),
+        (range(10**12), "at most 16,777,216 channels"),
     ],
 )
 def test_channels_that_are_not_channel_values_are_refused(

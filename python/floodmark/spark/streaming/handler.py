@@ -24,6 +24,7 @@ named point: the crash-safety tests use it (no effect when unset).
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import signal
@@ -35,8 +36,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from floodmark._core import MAX_CHANNELS
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
+from floodmark.spark.columns import key_column
 from floodmark.spark.plan import WatermarkPlan, make_plan, require_periodic
 from floodmark.spark.streaming.frontier import ARRIVAL, EngineState, Segment
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
@@ -322,8 +325,10 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
         else operator.index(v)
         if hasattr(v, "__index__") and not isinstance(v, bool)
         else v
-        for v in channels
+        for v in itertools.islice(channels, MAX_CHANNELS + 1)
     ]
+    if len(values) > MAX_CHANNELS:  # the valve's limit, before anything is allocated
+        raise InvalidParameterError("channels", f"must name at most {MAX_CHANNELS:,} channels")
     kinds = {type(v) for v in values}
     if not kinds <= {int} and not kinds <= {str}:
         found = ", ".join(sorted(k.__name__ for k in kinds))
@@ -334,31 +339,23 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
 
 
 def check_channel_type(channels: list[Any], events: DataFrame, column: str) -> None:
-    """Raises if ``channels`` cannot be values of the channel ``column`` of ``events``."""
-    from pyspark.sql.types import ByteType, IntegerType, IntegralType, ShortType, StringType
+    """Raises if ``channels`` cannot be values of the channel ``column`` of ``events``
+    (an integer or string column: :func:`~floodmark.spark.columns.key_column`)."""
+    from pyspark.sql.types import ByteType, IntegerType, ShortType, StringType
 
     if not channels:
         return
-    fields = events.schema.fields
-    exact = {f.name: f.dataType for f in fields}
-    dtype = exact.get(column, {f.name.lower(): f.dataType for f in fields}.get(column.lower()))
-    if dtype is None:
-        return
-    wanted = {IntegralType: int, StringType: str}
-    kind = next((v for t, v in wanted.items() if isinstance(dtype, t)), None)
-    if kind is None or not isinstance(channels[0], kind):
+    dtype = key_column(events, column, "channel")
+    kind = str if isinstance(dtype, StringType) else int
+    if not isinstance(channels[0], kind):
         raise InvalidParameterError(
             "channels",
             f"the channel column {column!r} is {dtype.simpleString()}: "
             f"its values cannot be {type(channels[0]).__name__}s like {channels[0]!r}",
         )
     widths: dict[type, int] = {ByteType: 8, ShortType: 16, IntegerType: 32}
-    bits = widths.get(type(dtype), 64)
-    outside = [
-        v
-        for v in (channels[0], channels[-1])
-        if kind is int and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1)
-    ]
+    half = 2 ** (widths.get(type(dtype), 64) - 1)
+    outside = [v for v in (channels[0], channels[-1]) if kind is int and not -half <= v < half]
     if outside:
         raise InvalidParameterError(
             "channels",
