@@ -156,6 +156,10 @@ WINDOWS = {
         SlidingEventTimeWindows.of(timedelta(seconds=6), timedelta(seconds=2)),
         timedelta(seconds=3),
     ),
+    "sliding+gaps": (  # records between windows: dropped as no_window
+        SlidingEventTimeWindows.of(timedelta(seconds=2), timedelta(seconds=3)),
+        timedelta(seconds=1),
+    ),
     "session": (EventTimeSessionWindows.with_gap(timedelta(seconds=2)), timedelta(seconds=4)),
 }
 AGGS = ["count", ("sum", "value"), ("max", "value"), ("first", "value"), ("last", "value")]
@@ -206,6 +210,7 @@ def result_columns(aggs: Any) -> list[str]:
         ("tumbling+lateness", 5, "keyed"),
         ("sliding", 4, "native"),
         ("sliding", 4, "keyed"),
+        ("sliding+gaps", 4, "keyed"),
         ("session", 5, "keyed"),
     ],
 )
@@ -241,6 +246,8 @@ def test_streaming_windows_equal_window_aggregate(
     got_dropped = read_output(spark, tmp_path / "out", "dropped")
     assert rows_of(got_dropped, drop_cols) == rows_of(placed, drop_cols)
     assert got_dropped.num_rows >= 7
+    if name == "sliding+gaps":  # the operator's own dropped rows, joined back whole
+        assert "no_window" in got_dropped.column("reason").to_pylist()
     # The progress summaries count what was written, and what waits past the frontier.
     for kind, got in (("results", got_results), ("late", got_late), ("dropped", got_dropped)):
         assert sum(p[kind] for p in handler.progress) == got.num_rows, kind

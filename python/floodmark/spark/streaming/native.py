@@ -39,10 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
-from floodmark.spark.lookup import join_buckets
 from floodmark.spark.streaming import frontier as st
 from floodmark.spark.streaming.state import StateStore
-from floodmark.spark.streaming.watermarks import processed, stamped_plan
+from floodmark.spark.streaming.watermarks import in_force
 from floodmark.spark.windows.aggregates import merge, merged, part_names, row_parts
 from floodmark.spark.windows.native import (
     _WM,
@@ -118,11 +117,8 @@ def native_batch(
     from pyspark.sql import functions as F
 
     spark = batch_rows.sparkSession
-    done = processed(batch_rows, segment)
-    names = ["channel", "bucket", _WM]
-    table = segment.buckets.select(["channel", "bucket", "watermark"]).rename_columns(names)
     recs = (
-        join_buckets(done, stamped_plan(plan.wm), table)
+        in_force(batch_rows, plan.wm, segment, _WM)
         .withColumn(TS, F.col(st.TS))
         .withColumn(ARRIVAL, F.col(st.ARRIVAL))
         .withColumn(_WS, last_window_start(plan))

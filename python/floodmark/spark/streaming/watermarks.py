@@ -99,6 +99,27 @@ def processed(rows: DataFrame, segment: Segment) -> DataFrame:
     return rows.where(F.col(ARRIVAL) <= F.lit(frontier))
 
 
+def in_force(
+    rows: DataFrame,
+    plan: WatermarkPlan,
+    segment: Segment,
+    watermark: str,
+    channel_watermark: str | None = None,
+) -> DataFrame:
+    """The rows up to the new frontier, each with the combined watermark in force at
+    its (re-stamped) arrival as ``watermark`` and, when named, its channel's own as
+    ``channel_watermark`` (ticks), read from the segment's per-(channel, bucket) table."""
+    names = ["channel", "bucket", *([channel_watermark] if channel_watermark else []), watermark]
+    wanted = [
+        "channel",
+        "bucket",
+        *(["channel_watermark"] if channel_watermark else []),
+        "watermark",
+    ]
+    table = segment.buckets.select(wanted).rename_columns(names)
+    return join_buckets(processed(rows, segment), stamped_plan(plan), table)
+
+
 def timeline_frame(batch: DataFrame, plan: WatermarkPlan, segment: Segment) -> DataFrame:
     """The batch's segment of the combined timeline (``time``, ``watermark``,
     ``status``, ``min_channel``), in the input's types."""
@@ -228,10 +249,7 @@ class StreamingWatermarks(BatchHandler):
 
         result = BatchResult({})
         rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
-        names = ["channel", "bucket", _CWM, _WM]
-        looked_up = join_buckets(
-            processed(rows, segment), stamped_plan(plan), segment.buckets.rename_columns(names)
-        )
+        looked_up = in_force(rows, plan, segment, _WM, _CWM)
         wm = F.col(_WM)
         placed = looked_up.select(
             *[F.col(quote(c)) for c in batch.columns],

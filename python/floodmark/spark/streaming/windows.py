@@ -28,6 +28,7 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
+from floodmark.spark.late import element_late
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.spark.streaming import frontier as st
@@ -43,6 +44,7 @@ from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.streaming.watermarks import (
     advance_batch,
     emissions_frame,
+    in_force,
     processed,
     progress,
     stamped_plan,
@@ -58,7 +60,12 @@ from floodmark.spark.windows.keyed import (
 )
 from floodmark.spark.windows.native import candidate
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
-from floodmark.spark.windows.side_outputs import errors_frame, matched, side_frame
+from floodmark.spark.windows.side_outputs import (
+    dropped_candidates,
+    errors_frame,
+    matched,
+    side_frame,
+)
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration
 
@@ -68,6 +75,7 @@ if TYPE_CHECKING:
 #: Key groups by default: how finely the keys' operator state is cut.
 DEFAULT_KEY_GROUPS = 64
 _GROUP, _KIND, _SNAPSHOT = "__fm_st_group", "__fm_st_kind", "__fm_st_snapshot"
+_IN_FORCE = "__fm_st_in_force"
 OPERATORS_SCHEMA = pa.schema([(_GROUP, pa.int32()), (_SNAPSHOT, pa.binary())])
 COUNTS_SCHEMA = pa.schema([("result", pa.int64()), ("late", pa.int64()), ("dropped", pa.int64())])
 
@@ -403,16 +411,42 @@ class StreamingWindows(BatchHandler):
         require_floodmark(spark)
         out = positional.mapInArrow(runner, packed_schema()).persist()
         try:
+            totals = {"result": 0, "late": 0, "dropped": 0}
+            for _, counts in unpack_local(out.where(only("stats")).toArrow()):
+                for name, value in counts.to_pylist()[0].items():
+                    totals[name] += int(value)
+            unplaced = batch.where(~valid_rows(wplan.wm)).count()
             results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
             self.write("results", results, batch_id, result)
-            late = matched(done, splan, unpacked(out, "late", schemas["late"]), "watermark", None)
-            self.write("late", side_frame(late, wplan, batch, "late"), batch_id, result)
-            dropped = matched(
-                done, splan, unpacked(out, "dropped", schemas["dropped"]), "reason", None
+            # The side outputs join the operator's rows back to the input, narrowed to
+            # the rows that can be emitted (an empty one reads nothing).
+            late = side_frame(
+                matched(
+                    in_force(rows, wplan.wm, segment, _IN_FORCE),
+                    splan,
+                    unpacked(out, "late", schemas["late"]),
+                    "watermark",
+                    F.coalesce(
+                        element_late(F.col(TS), wplan.lateness, F.col(_IN_FORCE)), F.lit(True)
+                    ),
+                    totals["late"],
+                ),
+                wplan,
+                batch,
+                "late",
             )
-            dropped = side_frame(dropped, wplan, batch, "dropped").unionByName(
-                errors_frame(batch, wplan)
+            self.write(
+                "late", late if totals["late"] else late.where(F.lit(False)), batch_id, result
             )
+            dropped = errors_frame(batch, wplan)
+            if totals["dropped"]:
+                emitted = unpacked(out, "dropped", schemas["dropped"])
+                found = matched(
+                    done, splan, emitted, "reason", dropped_candidates(wplan), totals["dropped"]
+                )
+                dropped = side_frame(found, wplan, batch, "dropped").unionByName(dropped)
+            elif not unplaced:
+                dropped = dropped.where(F.lit(False))
             self.write("dropped", dropped, batch_id, result)
             operators = unpacked(
                 out,
@@ -423,11 +457,7 @@ class StreamingWindows(BatchHandler):
             )
             with self.clock("state"):
                 operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
-            totals = {"result": 0, "late": 0, "dropped": 0}
-            for _, counts in unpack_local(out.where(only("stats")).toArrow()):
-                for name, value in counts.to_pylist()[0].items():
-                    totals[name] += int(value)
-            totals["dropped"] += batch.where(~valid_rows(wplan.wm)).count()
+            totals["dropped"] += unplaced
         finally:
             out.unpersist()
         return totals

@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 
+#: Emitted rows a join broadcasts when their number is known (a few MB of keys and times).
+BROADCAST_ROWS = 100_000
+
+
 def late_candidates(spark: SparkSession, plan: WindowPlan, timeline: Timeline) -> Column | None:
     """The rows (with ``TS`` and ``ARRIVAL`` in ticks) for which ``ts + L <= W`` holds,
     with Java's wrapping addition; None when the watermark in force cannot be looked
@@ -78,7 +82,12 @@ def dropped_candidates(plan: WindowPlan) -> Column | None:
 
 
 def matched(
-    df: DataFrame, plan: WindowPlan, rows: DataFrame, extra: str, candidates: Column | None
+    df: DataFrame,
+    plan: WindowPlan,
+    rows: DataFrame,
+    extra: str,
+    candidates: Column | None,
+    emitted_rows: int | None = None,
 ) -> DataFrame:
     """The input rows, every column, that the keyed operator emitted in ``rows`` (its
     late or dropped records, carrying only the columns it was sent), with ``extra``
@@ -88,7 +97,9 @@ def matched(
     late one leaves the window state as it was; so joining the input on them (keys
     null-safe) finds exactly the rows the operator emitted, each once. ``candidates``
     (over ``TS`` and ``ARRIVAL``) narrows the input first to rows that can be emitted
-    (:mod:`.side_candidates`), so that only those are shuffled for the join."""
+    (:mod:`.side_candidates`), so that only those are shuffled for the join;
+    ``emitted_rows``, when the caller knows how many rows ``rows`` holds: up to
+    :data:`BROADCAST_ROWS` of them are broadcast, and nothing is shuffled."""
     from pyspark.sql import functions as F
 
     wm = plan.wm
@@ -106,6 +117,8 @@ def matched(
     same = [
         F.col(quote(n)).cast(types[n]).eqNullSafe(F.col(f"__fm_m{i}")) for i, n in enumerate(names)
     ]
+    if emitted_rows is not None and emitted_rows <= BROADCAST_ROWS:
+        emitted = F.broadcast(emitted)
     joined = records.join(emitted, functools.reduce(operator.and_, same), "inner")
     return joined.select(*[F.col(quote(c)) for c in df.columns], F.col("__fm_extra").alias(extra))
 
