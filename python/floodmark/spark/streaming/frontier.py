@@ -118,8 +118,9 @@ class Segment:
 
 
 def with_ticks(df: DataFrame, plan: WatermarkPlan, frontier: int | None) -> DataFrame:
-    """``df``'s placeable rows with their event time and arrival in ticks, the arrival
-    re-stamped past ``frontier`` (the previous one) and flagged."""
+    """``df`` with its event time and arrival in ticks, the arrival re-stamped past
+    ``frontier`` (the previous one) and flagged; null for the rows the watermark stages
+    cannot place (:func:`~floodmark.spark.plan.valid_rows`), which stay."""
     from pyspark.sql import functions as F
 
     arrival = plan.arrival.ticks()
@@ -129,22 +130,27 @@ def with_ticks(df: DataFrame, plan: WatermarkPlan, frontier: int | None) -> Data
     else:
         stamped = F.greatest(arrival, F.lit(frontier + 1))
         behind = arrival <= F.lit(frontier)
-    return df.where(valid_rows(plan)).select(
+    placed = valid_rows(plan)
+    return df.select(
         "*",
-        plan.event_time.ticks().alias(TS),
-        stamped.alias(ARRIVAL),
-        behind.alias(RESTAMPED),
+        F.when(placed, plan.event_time.ticks()).alias(TS),
+        F.when(placed, stamped).alias(ARRIVAL),
+        F.when(placed, behind).alias(RESTAMPED),
     )
 
 
-def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
-    """The batch's per-(channel, bucket) rows: ``channel``, ``bucket``, ``arrival``
-    (the latest), ``max_ts``, ``min_ts``, ``rows``, ``restamped``."""
+def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> tuple[pa.Table, int]:
+    """The batch's per-(channel, bucket) rows (``channel``, ``bucket``, ``arrival``
+    (the latest), ``max_ts``, ``min_ts``, ``rows``, ``restamped``) over ``rows``'
+    placeable ones, and how many of ``rows`` cannot be placed: one aggregation, in
+    which those make the one group without a channel."""
     from pyspark.sql import functions as F
 
-    return (
+    placed = valid_rows(plan)
+    table = (
         rows.groupBy(
-            F.col(quote(plan.channel)).alias("channel"), plan.bucket(ARRIVAL).alias("bucket")
+            F.when(placed, F.col(quote(plan.channel))).alias("channel"),
+            F.when(placed, plan.bucket(ARRIVAL)).alias("bucket"),
         )
         .agg(
             F.max(ARRIVAL).alias("arrival"),
@@ -155,6 +161,9 @@ def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> pa.Table:
         )
         .toArrow()
     )
+    has_channel = pc.is_valid(table.column("channel"))
+    unplaced = table.filter(pc.invert(has_channel)).column("rows")
+    return table.filter(has_channel), pc.sum(unplaced).as_py() or 0
 
 
 def advance(

@@ -51,9 +51,23 @@ def stamped_plan(plan: WatermarkPlan) -> WatermarkPlan:
 def batch_rows(
     batch: DataFrame, plan: WatermarkPlan, state: EngineState, pending: DataFrame | None
 ) -> DataFrame:
-    """The batch's placeable rows (ticks, re-stamped arrival) and the rows held back."""
+    """The batch's rows (ticks, re-stamped arrival; null where they cannot be placed)
+    and the rows held back."""
     fresh = with_ticks(batch, plan, state.frontier)
     return fresh if pending is None else fresh.unionByName(pending)
+
+
+@dataclasses.dataclass(frozen=True)
+class Advanced:
+    """One batch's watermark stages: ``rows``, the placeable rows (with the held back
+    ones); ``segment``, up to the new frontier (its state saved); ``pending``, how many
+    rows wait for a later batch; ``unplaced``, how many of the batch's rows the
+    watermark stages cannot place (null event time, arrival or channel)."""
+
+    rows: DataFrame
+    segment: Segment
+    pending: int
+    unplaced: int
 
 
 def advance_batch(
@@ -64,14 +78,13 @@ def advance_batch(
     state: EngineState,
     store: StateStore,
     inspect: Callable[[pa.Table], None] | None = None,
-) -> tuple[DataFrame, Segment, int]:
-    """The watermark stages of one batch: ``(rows, segment, pending)``: the placeable
-    rows (with the held back ones), the segment up to the new frontier (its state
-    saved) and how many rows wait for a later batch. ``inspect`` sees the batch's
-    per-(channel, bucket) rows first (and may refuse them)."""
+) -> Advanced:
+    """The watermark stages of one batch (:class:`Advanced`). ``inspect`` sees the
+    batch's per-(channel, bucket) rows first (and may refuse them)."""
     previous = store.last_before(batch_id)
-    rows = batch_rows(batch, plan, state, pending_rows(store, previous, batch))
-    table = bucket_rows(rows, plan)
+    every = batch_rows(batch, plan, state, pending_rows(store, previous, batch))
+    table, unplaced = bucket_rows(every, plan)
+    rows = every.where(valid_rows(plan))
     if inspect is not None:
         inspect(table)
     with handler.clock("driver"):
@@ -86,7 +99,7 @@ def advance_batch(
     handler.kill("after_timeline", batch_id)
     with handler.clock("state"):
         save_pending(store, batch_id, rows, segment)
-    return rows, segment, segment.pending
+    return Advanced(rows, segment, segment.pending, unplaced)
 
 
 def processed(rows: DataFrame, segment: Segment) -> DataFrame:
@@ -248,7 +261,8 @@ class StreamingWatermarks(BatchHandler):
         from pyspark.sql import functions as F
 
         result = BatchResult({})
-        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store)
+        advanced = advance_batch(self, batch, batch_id, plan, state, store)
+        rows, segment, pending = advanced.rows, advanced.segment, advanced.pending
         looked_up = in_force(rows, plan, segment, _WM, _CWM)
         wm = F.col(_WM)
         placed = looked_up.select(

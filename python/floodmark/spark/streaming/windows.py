@@ -30,7 +30,7 @@ from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.late import element_late
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
-from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.spark.plan import WatermarkPlan
 from floodmark.spark.streaming import frontier as st
 from floodmark.spark.streaming.frontier import EngineState
 from floodmark.spark.streaming.handler import (
@@ -42,6 +42,7 @@ from floodmark.spark.streaming.handler import (
 from floodmark.spark.streaming.native import carried_windows, check_range, native_batch
 from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.streaming.watermarks import (
+    Advanced,
     advance_batch,
     emissions_frame,
     in_force,
@@ -290,9 +291,10 @@ class StreamingWindows(BatchHandler):
         wplan = self.window_plan(batch, plan)
         native = self.chosen_path(wplan) == "native"
         inspect = (lambda table: check_range(table, wplan)) if native else None
-        rows, segment, pending = advance_batch(self, batch, batch_id, plan, state, store, inspect)
+        advanced = advance_batch(self, batch, batch_id, plan, state, store, inspect)
+        segment, pending = advanced.segment, advanced.pending
         step = self.native if native else self.keyed
-        counts = step(batch, batch_id, wplan, rows, segment, store, result)
+        counts = step(batch, batch_id, wplan, advanced, store, result)
         if self.timeline:
             self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
         if self.emissions:
@@ -321,8 +323,7 @@ class StreamingWindows(BatchHandler):
         batch: DataFrame,
         batch_id: int,
         wplan: WindowPlan,
-        rows: DataFrame,
-        segment: st.Segment,
+        advanced: Advanced,
         store: StateStore,
         result: BatchResult,
     ) -> dict[str, int]:
@@ -331,6 +332,7 @@ class StreamingWindows(BatchHandler):
         from pyspark.sql import functions as F
 
         spark = batch.sparkSession
+        rows, segment = advanced.rows, advanced.segment
         previous = store.last_before(batch_id)
         out = native_batch(rows, wplan, segment, carried_windows(store, previous, spark))
         groups = out.groups.persist()
@@ -342,7 +344,7 @@ class StreamingWindows(BatchHandler):
             counts = {
                 "result": results.count() if wplan.lateness else fired,
                 "late": late,
-                "dropped": batch.where(~valid_rows(wplan.wm)).count(),
+                "dropped": advanced.unplaced,
             }
             self.write("results", results, batch_id, result)
             for kind, frame in (
@@ -363,8 +365,7 @@ class StreamingWindows(BatchHandler):
         batch: DataFrame,
         batch_id: int,
         wplan: WindowPlan,
-        rows: DataFrame,
-        segment: st.Segment,
+        advanced: Advanced,
         store: StateStore,
         result: BatchResult,
     ) -> dict[str, int]:
@@ -375,6 +376,7 @@ class StreamingWindows(BatchHandler):
         from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
         spark = batch.sparkSession
+        rows, segment, unplaced = advanced.rows, advanced.segment, advanced.unplaced
         splan = dataclasses.replace(wplan, wm=stamped_plan(wplan.wm))
         done = processed(rows, segment)
         keys, channel = wplan.keys, wplan.wm.channel
@@ -415,7 +417,6 @@ class StreamingWindows(BatchHandler):
             for _, counts in unpack_local(out.where(only("stats")).toArrow()):
                 for name, value in counts.to_pylist()[0].items():
                     totals[name] += int(value)
-            unplaced = batch.where(~valid_rows(wplan.wm)).count()
             results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
             self.write("results", results, batch_id, result)
             # The side outputs join the operator's rows back to the input, narrowed to
