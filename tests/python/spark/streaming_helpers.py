@@ -17,12 +17,16 @@ import pyarrow.parquet as pq
 def write_files(table: pa.Table, folder: Path, files: int, arrival: str = "arrival") -> Path:
     """``table`` sorted by arrival, cut into ``files`` Parquet files by arrival, whose
     modification times are in arrival order (the file source takes the oldest first)."""
-    folder.mkdir(parents=True, exist_ok=True)
     table = table.sort_by([(arrival, "ascending")])
     cuts = np.linspace(0, table.num_rows, files + 1).astype(int)
-    start = time.time() - 10 * files
-    for i in range(files):
-        part = table.slice(cuts[i], cuts[i + 1] - cuts[i])
+    return write_parts([table.slice(cuts[i], cuts[i + 1] - cuts[i]) for i in range(files)], folder)
+
+
+def write_parts(parts: list[pa.Table], folder: Path) -> Path:
+    """Each of ``parts`` as a Parquet file, their modification times in list order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.time() - 10 * len(parts)
+    for i, part in enumerate(parts):
         path = folder / f"part-{i:05d}.parquet"
         pq.write_table(part, path)
         os.utime(path, (start + 10 * i, start + 10 * i))

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from streaming_helpers import before, read_output, run_query, write_files
+from streaming_helpers import before, read_output, run_query, write_files, write_parts
 
 from floodmark import (
     EventTimeSessionWindows,
@@ -33,6 +33,7 @@ from floodmark.spark.streaming import (
     StreamingWatermarks,
     StreamingWindows,
 )
+from floodmark.spark.streaming.windows import DEFAULT_KEY_GROUPS
 
 SPEC = StreamSpec(
     rows=6_000,
@@ -254,6 +255,88 @@ def test_streaming_windows_equal_window_aggregate(
     placeable = pc.and_(pc.is_valid(table["event_time"]), pc.is_valid(table["arrival"]))
     waiting = pc.and_(placeable, pc.greater(table["arrival"], frontier))
     assert handler.progress[-1]["pending"] == pc.sum(waiting.cast("int64")).as_py() > 0
+    want.unpersist()
+
+
+def one_key_stream(ticks: range, arrival_offset: int = 0, first_id: int = 0) -> pa.Table:
+    """Key 0 on partition 0, one record per tick, arriving ``arrival_offset`` later."""
+    return pa.table(
+        {
+            "id": range(first_id, first_id + len(ticks)),
+            "partition": [0] * len(ticks),
+            "event_time": list(ticks),
+            "arrival": [t + arrival_offset for t in ticks],
+            "key": [0] * len(ticks),
+            "value": [1] * len(ticks),
+        }
+    )
+
+
+def test_a_restamped_row_held_back_is_counted_once(spark: Any, tmp_path: Path) -> None:
+    """A row arriving behind the frontier is re-stamped just past it; when the frontier
+    does not move in that batch, the row waits for the next one, and the progress counts
+    it once, in the batch that re-stamped it."""
+    first = one_key_stream(range(0, 10_000, 10))  # frontier 8,800 ms
+    behind = one_key_stream(range(5_000, 5_010, 10), first_id=20_000)  # arrival 5,000 ms
+    third = one_key_stream(range(10_000, 20_000, 10), first_id=30_000)
+    write_parts([first, behind, third], tmp_path / "in")
+    table = pa.concat_tables([first, behind, third])
+    handler = windows_handler(
+        tmp_path, TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0), ["count"]
+    )
+    run_query(spark, tmp_path / "in", spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    summaries = [(p["frontier"], p["restamped"], p["pending"]) for p in handler.progress]
+    assert summaries[:2] == [(8_800, 0, 119), (8_800, 1, 120)]
+    assert sum(p["restamped"] for p in handler.progress) == 1
+
+
+def test_a_key_first_seen_in_a_later_batch_meets_the_watermark_in_force(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A key group without operator state yet (its first records in the second batch)
+    starts at the watermark in force, not at ``Long.MIN_VALUE``: its records arriving
+    before the batch's first advance, in windows already closed, are late, as the batch
+    function has them (keyed path)."""
+    from pyspark.sql import functions as F
+
+    steady = one_key_stream(range(0, 20_000, 10))
+    # Keys 1-8 first appear in the second file, at arrival 8,850 ms: past the first
+    # batch's frontier (8,800 ms: 9,990 ms less the 1 s allowance, on the grid) and
+    # before the second batch's first advance (9,000 ms), with event times in the
+    # window [0, 5 s), closed at the watermark in force (7,799 ms).
+    newcomers = pa.table(
+        {
+            "id": range(10_000, 10_008),
+            "partition": [0] * 8,
+            "event_time": [1_000] * 8,
+            "arrival": [8_850] * 8,
+            "key": range(1, 9),
+            "value": [1] * 8,
+        }
+    )
+    first = steady.slice(0, 1_000)
+    second = pa.concat_tables([steady.slice(1_000), newcomers]).sort_by("arrival")
+    write_parts([first, second], tmp_path / "in")
+    table = pa.concat_tables([first, second])
+    window, lateness = TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0)
+    handler = windows_handler(tmp_path, window, lateness, ["count"], path="keyed")
+    frame = spark.createDataFrame(table)
+    group = F.pmod(F.hash("key"), F.lit(DEFAULT_KEY_GROUPS))
+    groups = dict(frame.select("key", group).distinct().collect())
+    assert any(groups[k] != groups[0] for k in range(1, 9))  # a group new in batch 2
+    run_query(spark, tmp_path / "in", frame.schema, handler, tmp_path / "ck")
+    assert [p["frontier"] for p in handler.progress][:1] == [8_800]
+    frontier = handler.progress[-1]["frontier"]
+    want = batch_windows(spark, table, window, lateness, ["count"])
+    late_cols = [*table.column_names, "watermark"]
+    got_late = read_output(spark, tmp_path / "out", "late")
+    want_late = before(want.late.toArrow(), "arrival", frontier)
+    assert sorted(want_late["key"].to_pylist()) == list(range(1, 9))
+    assert rows_of(got_late, late_cols) == rows_of(want_late, late_cols)
+    result_cols = result_columns(["count"])
+    got_results = read_output(spark, tmp_path / "out", "results")
+    want_results = before(want.results.toArrow(), "fired_at", frontier)
+    assert rows_of(got_results, result_cols) == rows_of(want_results, result_cols)
     want.unpersist()
 
 

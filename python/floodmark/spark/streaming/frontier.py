@@ -268,4 +268,13 @@ def advance(
     )
 
 
-__all__ = ["ARRIVAL", "TS", "EngineState", "Segment", "advance", "bucket_rows", "with_ticks"]
+__all__ = [
+    "ARRIVAL",
+    "RESTAMPED",
+    "TS",
+    "EngineState",
+    "Segment",
+    "advance",
+    "bucket_rows",
+    "with_ticks",
+]

@@ -41,7 +41,7 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import key_column
 from floodmark.spark.plan import WatermarkPlan, make_plan, require_periodic
-from floodmark.spark.streaming.frontier import ARRIVAL, EngineState, Segment
+from floodmark.spark.streaming.frontier import ARRIVAL, RESTAMPED, EngineState, Segment
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
 from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.windows import flag
@@ -296,12 +296,14 @@ def pending_rows(store: StateStore, batch_id: int | None, batch: DataFrame) -> D
 
 def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Segment) -> None:
     """Writes the rows past the new frontier (``segment.pending`` of them: none, nothing
-    written)."""
+    written), no longer flagged as re-stamped: the batch that re-stamped a row counted
+    it, once."""
     from pyspark.sql import functions as F
 
     if segment.pending:
         frontier = segment.state.frontier
         later = rows if frontier is None else rows.where(F.col(ARRIVAL) > F.lit(frontier))
+        later = later.withColumn(RESTAMPED, F.lit(False))
         later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
 
 

@@ -68,7 +68,7 @@ from floodmark.spark.windows.side_outputs import (
     side_frame,
 )
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import Duration
+from floodmark.time import I64_MIN, Duration
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -81,16 +81,34 @@ OPERATORS_SCHEMA = pa.schema([(_GROUP, pa.int32()), (_SNAPSHOT, pa.binary())])
 COUNTS_SCHEMA = pa.schema([("result", pa.int64()), ("late", pa.int64()), ("dropped", pa.int64())])
 
 
+def open_group(feeder: Feeder, part: pa.RecordBatch, kinds: np.ndarray, start: Any) -> Any:
+    """Restores a key group's operator from its snapshot row (the first of the group's
+    rows), or starts a new group's at ``start`` (see :func:`group_runner`); returns the
+    operator's output (none: a new operator holds no window)."""
+    snapshots = np.flatnonzero(kinds == 0)
+    for row in snapshots:
+        feeder.op.restore(part.column(_SNAPSHOT)[int(row)].as_py())
+    if start is None or len(snapshots):
+        return None
+    return feeder.op.advance(start[1], start[0])
+
+
 def group_runner(
     plan: WindowPlan,
     times: np.ndarray,
     wms: np.ndarray,
+    start: tuple[int, int] | None,
     schemas: dict[str, pa.Schema],
     names: Sequence[str],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each partition of the keyed pass runs: per key group (contiguous,
     its snapshot row first), the operator restored, fed its records with the segment's
-    advances, then the rest of the advances; its outputs and new snapshot packed."""
+    advances, then the rest of the advances; its outputs and new snapshot packed.
+
+    ``start`` is ``(time, watermark)`` of the previous frontier, once a watermark was
+    emitted: a group without a snapshot (its first records) starts there, as a restored
+    one does, not at ``Long.MIN_VALUE``, so its records before the batch's first
+    advance meet the watermark in force, as every other key's do."""
     records = [n for n in names if n not in (_GROUP, _KIND, _SNAPSHOT)]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -99,6 +117,8 @@ def group_runner(
         feeder: Feeder | None = None
 
         def emit(out: Any) -> Iterator[pa.RecordBatch]:
+            if out is None:
+                return
             for kind, part in (
                 ("result", out.results),
                 ("late", out.late),
@@ -124,13 +144,12 @@ def group_runner(
             for lo, hi in runs(batch.column(_GROUP)):
                 part = batch.slice(lo, hi - lo)
                 g = int(groups[lo])
+                kinds = part.column(_KIND).to_numpy(zero_copy_only=False)
                 if g != group:
                     yield from close()
                     group, feeder = g, Feeder(new_operator(plan), times, wms)
+                    yield from emit(open_group(feeder, part, kinds, start))
                 assert feeder is not None
-                kinds = part.column(_KIND).to_numpy(zero_copy_only=False)
-                for row in np.flatnonzero(kinds == 0):  # its snapshot row, first
-                    feeder.op.restore(part.column(_SNAPSHOT)[int(row)].as_py())
                 rows = part.filter(pa.array(kinds == 1)).select(records)
                 if rows.num_rows:
                     yield from emit(feeder.feed(rows))
@@ -408,7 +427,10 @@ class StreamingWindows(BatchHandler):
         ordered = records.repartition(parts, _GROUP).sortWithinPartitions(*order)
         names = ordered.columns
         times, wms = segment.advances()
-        runner = group_runner(wplan, times, wms, arrow_schemas, names)
+        start = None
+        if segment.previous is not None and segment.start_watermark > I64_MIN:
+            start = (segment.previous, segment.start_watermark)
+        runner = group_runner(wplan, times, wms, start, arrow_schemas, names)
         positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
         require_floodmark(spark)
         out = positional.mapInArrow(runner, packed_schema()).persist()
