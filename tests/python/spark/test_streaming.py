@@ -434,7 +434,7 @@ def test_a_thousand_partitions_live_equal_the_batch_functions(spark: Any, tmp_pa
     """A topic of 1,000 partitions, each sending about five records in a minute (idle
     most of the time; ~200 of them have no record in the first micro-batch), read in
     three micro-batches with the topic's partitions named up front (``channels``):
-    every record's channel and combined watermark, and the native path's firings and
+    every record's channel and combined watermark, and both window paths' firings and
     late rows, up to the final frontier, are the batch functions'. Without
     ``channels``, the partitions first seen in the second batch join the valve at its
     start and hold the combined watermark until they go idle (docs/streaming.md)."""
@@ -456,22 +456,22 @@ def test_a_thousand_partitions_live_equal_the_batch_functions(spark: Any, tmp_pa
     assert got.num_rows > table.num_rows * 0.8 and sum(got["is_late"].to_pylist()) > 0
 
     window, lateness = WINDOWS["tumbling+lateness"]
-    handler = windows_handler(
-        tmp_path / "windows", window, lateness, AGGS, path="native", channels=partitions
-    )
-    run_query(spark, source, schema, handler, tmp_path / "windows" / "ck")
-    frontier = handler.progress[-1]["frontier"]
-    out = batch_windows(spark, table, window, lateness, AGGS)
-    result_cols = result_columns(AGGS)
-    got_results = read_output(spark, tmp_path / "windows" / "out", "results")
-    want_results = before(out.results.toArrow(), "fired_at", frontier)
-    assert rows_of(got_results, result_cols) == rows_of(want_results, result_cols)
-    late_cols = [*table.column_names, "watermark"]
-    got_late = read_output(spark, tmp_path / "windows" / "out", "late")
-    want_late = before(out.late.toArrow(), "arrival", frontier)
-    assert rows_of(got_late, late_cols) == rows_of(want_late, late_cols)
-    assert got_results.num_rows > 100 and got_late.num_rows > 0
-    out.unpersist()
+    for path, aggs in (("native", AGGS), ("keyed", KEYED_AGGS)):
+        folder = tmp_path / path
+        handler = windows_handler(folder, window, lateness, aggs, path=path, channels=partitions)
+        run_query(spark, source, schema, handler, folder / "ck")
+        frontier = handler.progress[-1]["frontier"]
+        out = batch_windows(spark, table, window, lateness, aggs)
+        result_cols = result_columns(aggs)
+        got_results = read_output(spark, folder / "out", "results")
+        want_results = before(out.results.toArrow(), "fired_at", frontier)
+        assert rows_of(got_results, result_cols) == rows_of(want_results, result_cols), path
+        late_cols = [*table.column_names, "watermark"]
+        got_late = read_output(spark, folder / "out", "late")
+        want_late = before(out.late.toArrow(), "arrival", frontier)
+        assert rows_of(got_late, late_cols) == rows_of(want_late, late_cols), path
+        assert got_results.num_rows > 100 and got_late.num_rows > 0
+        out.unpersist()
 
     # Not named up front, the partitions first seen in the second batch hold it back.
     unnamed = watermarks_handler(tmp_path / "unnamed")

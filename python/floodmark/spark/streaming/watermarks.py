@@ -60,13 +60,12 @@ def batch_rows(
 @dataclasses.dataclass(frozen=True)
 class Advanced:
     """One batch's watermark stages: ``rows``, the placeable rows (with the held back
-    ones); ``segment``, up to the new frontier (its state saved); ``pending``, how many
-    rows wait for a later batch; ``unplaced``, how many of the batch's rows the
+    ones); ``segment``, up to the new frontier (its state saved; ``segment.pending``
+    rows wait for a later batch); ``unplaced``, how many of the batch's rows the
     watermark stages cannot place (null event time, arrival or channel)."""
 
     rows: DataFrame
     segment: Segment
-    pending: int
     unplaced: int
 
 
@@ -99,7 +98,7 @@ def advance_batch(
     handler.kill("after_timeline", batch_id)
     with handler.clock("state"):
         save_pending(store, batch_id, rows, segment)
-    return Advanced(rows, segment, segment.pending, unplaced)
+    return Advanced(rows, segment, unplaced)
 
 
 def processed(rows: DataFrame, segment: Segment) -> DataFrame:
@@ -122,14 +121,10 @@ def in_force(
     """The rows up to the new frontier, each with the combined watermark in force at
     its (re-stamped) arrival as ``watermark`` and, when named, its channel's own as
     ``channel_watermark`` (ticks), read from the segment's per-(channel, bucket) table."""
-    names = ["channel", "bucket", *([channel_watermark] if channel_watermark else []), watermark]
-    wanted = [
-        "channel",
-        "bucket",
-        *(["channel_watermark"] if channel_watermark else []),
-        "watermark",
-    ]
-    table = segment.buckets.select(wanted).rename_columns(names)
+    renamed = {"channel": "channel", "bucket": "bucket", "watermark": watermark}
+    if channel_watermark is not None:
+        renamed["channel_watermark"] = channel_watermark
+    table = segment.buckets.select(list(renamed)).rename_columns(list(renamed.values()))
     return join_buckets(processed(rows, segment), stamped_plan(plan), table)
 
 
@@ -160,7 +155,7 @@ def _in_input_types(
     return ticks_frame(batch.sparkSession, plan, table)
 
 
-def progress(segment: Segment, plan: WatermarkPlan, pending: int) -> dict[str, Any]:
+def progress(segment: Segment, plan: WatermarkPlan) -> dict[str, Any]:
     """The watermark part of a batch's progress summary (JSON-ready)."""
     state = segment.state
     return {
@@ -170,7 +165,7 @@ def progress(segment: Segment, plan: WatermarkPlan, pending: int) -> dict[str, A
         "idle_channels": segment.idle,
         "channels": len(state.channels),
         "restamped": segment.restamped,
-        "pending": pending,
+        "pending": segment.pending,
         "timeline_rows": segment.timeline.num_rows,
         "arrival_unit": plan.arrival.unit,
         "event_time_unit": plan.event_time.unit,
@@ -262,7 +257,7 @@ class StreamingWatermarks(BatchHandler):
 
         result = BatchResult({})
         advanced = advance_batch(self, batch, batch_id, plan, state, store)
-        rows, segment, pending = advanced.rows, advanced.segment, advanced.pending
+        rows, segment = advanced.rows, advanced.segment
         looked_up = in_force(rows, plan, segment, _WM, _CWM)
         wm = F.col(_WM)
         placed = looked_up.select(
@@ -302,7 +297,7 @@ class StreamingWatermarks(BatchHandler):
         with self.clock("state"):
             save_engine(store, batch_id, new)
         result.summary = {
-            **progress(segment, plan, pending),
+            **progress(segment, plan),
             "records": int(counts["rows"]),
             "late": late,
             "errors": errors,

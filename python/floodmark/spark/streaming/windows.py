@@ -311,7 +311,7 @@ class StreamingWindows(BatchHandler):
         native = self.chosen_path(wplan) == "native"
         inspect = (lambda table: check_range(table, wplan)) if native else None
         advanced = advance_batch(self, batch, batch_id, plan, state, store, inspect)
-        segment, pending = advanced.segment, advanced.pending
+        segment = advanced.segment
         step = self.native if native else self.keyed
         counts = step(batch, batch_id, wplan, advanced, store, result)
         if self.timeline:
@@ -327,7 +327,7 @@ class StreamingWindows(BatchHandler):
         with self.clock("state"):
             save_engine(store, batch_id, new)
         result.summary = {
-            **progress(segment, plan, pending),
+            **progress(segment, plan),
             "path": "native" if native else "keyed",
             "results": counts["result"],
             "late": counts["late"],
