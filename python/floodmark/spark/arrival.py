@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from floodmark.exceptions import SchemaError
-from floodmark.spark.columns import key_column, name_key, quote
+from floodmark.spark.columns import clashing, key_column, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,8 +43,7 @@ def with_default_arrival(
     from pyspark.sql import functions as F
 
     key_column(df, channel, "channel")
-    key = name_key(df)
-    taken = [c for c in df.columns if key(c) == key(ROW_ARRIVAL)]
+    taken = clashing(df, [ROW_ARRIVAL])
     if taken:
         raise SchemaError(
             taken[0],

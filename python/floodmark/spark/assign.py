@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from floodmark.exceptions import SchemaError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import name_key, quote
+from floodmark.spark.columns import clashing, quote
 from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import join_bucket_frame, join_buckets
 from floodmark.spark.plan import error_reason, make_plan
@@ -34,8 +34,7 @@ _CWM, _WM = "__fm_channel_wm", "__fm_wm"
 def check_added_names(df: DataFrame) -> None:
     """No input column is named like one :func:`assign_watermarks` adds (before any
     job)."""
-    key = name_key(df)
-    clash = [c for c in df.columns if key(c) in {key(a) for a in ADDED_COLUMNS}]
+    clash = clashing(df, ADDED_COLUMNS)
     if clash:
         raise SchemaError(
             clash[0],

@@ -11,7 +11,7 @@ back to the input's type. All checks run on the schema, before any job starts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -109,6 +109,14 @@ def name_key(df: DataFrame) -> Callable[[str], str]:
     return str if sensitive.strip().lower() == "true" else str.lower
 
 
+def clashing(df: DataFrame, names: Iterable[str]) -> list[str]:
+    """``df``'s columns named like one of ``names``, the way its session compares names
+    (:func:`name_key`)."""
+    key = name_key(df)
+    taken = {key(n) for n in names}
+    return [c for c in df.columns if key(c) in taken]
+
+
 def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     """The Spark type of column ``name``; a clear error if it does not exist."""
     fields = {f.name: f.dataType for f in df.schema.fields}
@@ -173,8 +181,17 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
     )
 
 
+#: Spark's default string collation: values compared byte for byte.
+BINARY_COLLATION = "UTF8_BINARY"
+
+
 def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
-    """Check a key or channel column: integer or string."""
+    """Check a key or channel column: integer, or string compared byte for byte.
+
+    A string column with another collation (Spark 4's ``UTF8_LCASE``, ``UNICODE_CI``,
+    ...) is refused: Spark's grouping and joins would follow it ('a' and 'A' one key)
+    while the Rust engine compares bytes, so the two window paths and the timeline
+    would tell the values apart differently."""
     from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType
 
     dtype = field_type(df, name, parameter)
@@ -183,6 +200,14 @@ def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
             name,
             f"{parameter}= column {name!r} has type {dtype.simpleString()}; "
             "use an integer or string column",
+        )
+    collation = getattr(dtype, "collation", BINARY_COLLATION)
+    if isinstance(dtype, StringType) and collation != BINARY_COLLATION:
+        raise SchemaError(
+            name,
+            f"{parameter}= column {name!r} is a string with collation {collation}; "
+            f"floodmark compares keys and channels byte for byte: use "
+            f"collate({name!r}, {BINARY_COLLATION!r}) (or lower() to make case not count)",
         )
     return dtype
 

@@ -187,6 +187,30 @@ def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
         assert jobs(small.sparkSession) == before
 
 
+@pytest.mark.parametrize("role", ["key", "channel"])
+def test_a_string_column_with_a_collation_is_refused(small: Any, role: str) -> None:
+    """Spark would group ``'a'`` and ``'A'`` of a ``UTF8_LCASE`` column as one value and
+    the Rust engine as two: the two window paths would disagree. Refused before any
+    job, naming the column; ``collate(..., 'UTF8_BINARY')`` makes it usable."""
+    from pyspark.sql import functions as F
+
+    from floodmark.exceptions import SchemaError
+
+    df = small.withColumn("ch", F.col("ch").cast("string"))
+    name = "k" if role == "key" else "ch"
+    collated = df.withColumn(name, F.collate(F.col(name), "UTF8_LCASE"))
+    calls: list[Callable[[Any], object]] = [windowed]
+    if role == "channel":
+        calls.append(lambda d: assign_watermarks(d, STRATEGY, **COLUMNS))
+    before = jobs(small.sparkSession)
+    for call in calls:
+        with pytest.raises(SchemaError, match=f"'{name}' is a string with collation UTF8_LCASE"):
+            call(collated)
+    assert jobs(small.sparkSession) == before
+    binary = collated.withColumn(name, F.collate(F.col(name), "UTF8_BINARY"))
+    assert windowed(binary).results.count() > 0
+
+
 def test_partitions_may_be_a_numpy_integer(small: Any) -> None:
     out = windowed(small, aggs=["count", ("mean", "v")], num_partitions=np.int64(3))
     assert out.cached is not None and out.cached.rdd.getNumPartitions() == 3

@@ -150,6 +150,92 @@ def test_a_source_without_the_columns_is_refused(
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.parametrize("change", [{"timeline": True}, {"emissions": True}, {"path": "keyed"}])
+def test_a_changed_window_output_option_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """``timeline``, ``emissions`` and ``path`` are part of the state's fingerprint: a
+    restart that turns one on would write outputs that lack the earlier batches (or
+    read state of another layout), so it is refused and nothing is written."""
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    run_query(
+        spark,
+        source,
+        schema,
+        windows_handler(tmp_path, window, timedelta(0), ["count"]),
+        tmp_path / "ck",
+    )
+    (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
+    versions = sorted(p.name for p in (tmp_path / "state" / "versions").iterdir())
+    changed = windows_handler(tmp_path, window, timedelta(0), ["count"], **change)
+    with pytest.raises(Exception, match="configuration changed"):
+        run_query(spark, source, schema, changed, tmp_path / "ck")
+    assert sorted(p.name for p in (tmp_path / "state" / "versions").iterdir()) == versions
+
+
+def test_an_input_column_named_batch_is_refused_with_parquet_outputs(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """ParquetOutputs partitions by ``batch`` and the outputs keep the input's columns:
+    an input column of that name (any case) would read back as batch ids. Refused
+    before the first batch, naming it; another sink takes it."""
+    from floodmark.exceptions import SchemaError
+
+    table = stream.slice(0, 200).append_column("Batch", pa.array(["order-7"] * 200))
+    source = write_files(table, tmp_path / "in", 1)
+    schema = spark.createDataFrame(table).schema
+    handler = watermarks_handler(tmp_path)
+    with pytest.raises(SchemaError, match="'Batch'") as refused:
+        handler.check(spark.readStream.schema(schema).parquet(str(source)))
+    assert refused.value.column == "Batch"
+    with pytest.raises(Exception, match="partitions its outputs by 'batch'"):
+        run_query(spark, source, schema, handler, tmp_path / "ck")
+    assert not (tmp_path / "state").exists()
+    written: list[str] = []
+    other = StreamingWatermarks(
+        STRATEGY,
+        **COLUMNS,
+        state_location=str(tmp_path / "state2"),
+        outputs=lambda kind, df, batch_id: written.append(kind),
+    )
+    run_query(spark, source, schema, other, tmp_path / "ck2")
+    assert "records" in written
+
+
+def test_a_string_channel_starts_with_an_empty_batch(spark: Any, tmp_path: Path) -> None:
+    """A first micro-batch without a placeable row (an empty file, then one of null
+    event times) and a string channel column: the valve starts empty with the column's
+    type, and the query goes on to the batch function's results."""
+    data = generate(dataclasses.replace(SPEC, rows=1_500))
+    data = data.set_column(
+        data.schema.get_field_index("partition"),
+        "partition",
+        pc.binary_join_element_wise("p", data["partition"].cast(pa.string()), ""),
+    )
+    nulls = data.slice(0, 5).set_column(
+        data.schema.get_field_index("event_time"), "event_time", pa.nulls(5, pa.int64())
+    )
+    write_parts(
+        [data.slice(0, 0), nulls, *[data.slice(i, 500) for i in range(0, 1_500, 500)]],
+        tmp_path / "in",
+    )
+    table = pa.concat_tables([nulls, data])
+    window, lateness = TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0)
+    handler = windows_handler(tmp_path, window, lateness, ["count"])
+    run_query(spark, tmp_path / "in", spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    assert [p["channels"] for p in handler.progress][:2] == [0, 0]
+    frontier = handler.progress[-1]["frontier"]
+    want = batch_windows(spark, table, window, lateness, ["count"])
+    cols = result_columns(["count"])
+    got = read_output(spark, tmp_path / "out", "results")
+    assert got.num_rows > 10
+    assert rows_of(got, cols) == rows_of(before(want.results.toArrow(), "fired_at", frontier), cols)
+    assert read_output(spark, tmp_path / "out", "dropped").num_rows == 5
+    want.unpersist()
+
+
 WINDOWS = {
     "tumbling": (TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0)),
     "tumbling+lateness": (TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(seconds=8)),

@@ -197,7 +197,7 @@ def advance(
         at = bisect.bisect_left(channels, value)
         channels.insert(at, value)
         builder.insert_channel(at)
-    kind = table.schema.field("channel").type if table.num_rows else pa.null()
+    kind = table.schema.field("channel").type  # the column's, even without rows
     values = pa.array(channels, type=None if kind == pa.null() else kind)
     done = (
         table.filter(pc.less_equal(table.column("arrival"), frontier))

@@ -180,6 +180,8 @@ class BatchHandler(ABC):
         )
         require_periodic(plan, "a live query")
         check_channel_type(self.channels, events, plan.channel)
+        if isinstance(self.outputs, ParquetOutputs):
+            self.outputs.check(events)
         return plan
 
     def fingerprint(self, plan: WatermarkPlan) -> dict[str, Any]:
@@ -284,14 +286,16 @@ def save_engine(store: StateStore, batch_id: int, state: EngineState) -> None:
     store.write(store.version(batch_id, "engine.json"), state.to_json())
 
 
-def pending_rows(store: StateStore, batch_id: int | None, batch: DataFrame) -> DataFrame | None:
-    """The rows committed batch ``batch_id`` held back, or None."""
+def pending_rows(store: StateStore, batch_id: int | None, rows: DataFrame) -> DataFrame | None:
+    """The rows committed batch ``batch_id`` held back, or None; read in the schema of
+    ``rows`` (the batch's, with the hidden columns), which they were written in: no
+    job to infer it."""
     if batch_id is None:
         return None
     path = store.version(batch_id, "pending")
     if not store.exists(path):
         return None
-    return batch.sparkSession.read.parquet(path)
+    return rows.sparkSession.read.schema(rows.schema).parquet(path)
 
 
 def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Segment) -> None:

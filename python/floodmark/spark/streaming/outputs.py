@@ -29,6 +29,10 @@ class Sink(Protocol):
     def __call__(self, kind: str, df: DataFrame, batch_id: int) -> None: ...
 
 
+#: The partition column of :class:`ParquetOutputs`' folders.
+PARTITION = "batch"
+
+
 class ParquetOutputs:
     """Parquet folders ``path/<kind>``, one ``batch=<id>`` partition per committed batch.
 
@@ -53,7 +57,23 @@ class ParquetOutputs:
         return f"{self.path}/{kind}/_staging-{batch_id}"
 
     def final(self, kind: str, batch_id: int) -> str:
-        return f"{self.path}/{kind}/batch={batch_id}"
+        return f"{self.path}/{kind}/{PARTITION}={batch_id}"
+
+    def check(self, events: DataFrame) -> None:
+        """Refuses an input column named like the partition column (the outputs keep
+        the input's columns, and reading them back would replace its values with the
+        batch ids), before any job."""
+        from floodmark.exceptions import SchemaError
+        from floodmark.spark.columns import clashing
+
+        clash = clashing(events, [PARTITION])
+        if clash:
+            raise SchemaError(
+                clash[0],
+                f"ParquetOutputs partitions its outputs by {PARTITION!r}, and the outputs "
+                f"keep the input's columns: reading them back would replace the values of "
+                f"{clash[0]!r} with batch ids; rename the column or use another sink",
+            )
 
     def __call__(self, kind: str, df: DataFrame, batch_id: int) -> None:
         """Writes ``df`` into the staging folder of ``(kind, batch_id)``."""

@@ -49,11 +49,16 @@ def stamped_plan(plan: WatermarkPlan) -> WatermarkPlan:
 
 
 def batch_rows(
-    batch: DataFrame, plan: WatermarkPlan, state: EngineState, pending: DataFrame | None
+    batch: DataFrame,
+    plan: WatermarkPlan,
+    state: EngineState,
+    store: StateStore,
+    previous: int | None,
 ) -> DataFrame:
     """The batch's rows (ticks, re-stamped arrival; null where they cannot be placed)
-    and the rows held back."""
+    and the rows committed batch ``previous`` held back."""
     fresh = with_ticks(batch, plan, state.frontier)
+    pending = pending_rows(store, previous, fresh)
     return fresh if pending is None else fresh.unionByName(pending)
 
 
@@ -81,7 +86,7 @@ def advance_batch(
     """The watermark stages of one batch (:class:`Advanced`). ``inspect`` sees the
     batch's per-(channel, bucket) rows first (and may refuse them)."""
     previous = store.last_before(batch_id)
-    every = batch_rows(batch, plan, state, pending_rows(store, previous, batch))
+    every = batch_rows(batch, plan, state, store, previous)
     table, unplaced = bucket_rows(every, plan)
     rows = every.where(valid_rows(plan))
     if inspect is not None:

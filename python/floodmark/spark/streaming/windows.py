@@ -81,6 +81,13 @@ OPERATORS_SCHEMA = pa.schema([(_GROUP, pa.int32()), (_SNAPSHOT, pa.binary())])
 COUNTS_SCHEMA = pa.schema([("result", pa.int64()), ("late", pa.int64()), ("dropped", pa.int64())])
 
 
+def operators_type() -> Any:
+    """The Spark schema of the key groups' snapshots (``OPERATORS_SCHEMA``)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(OPERATORS_SCHEMA)
+
+
 def open_group(feeder: Feeder, part: pa.RecordBatch, kinds: np.ndarray, start: Any) -> Any:
     """Restores a key group's operator from its snapshot row (the first of the group's
     rows), or starts a new group's at ``start`` (see :func:`group_runner`); returns the
@@ -290,6 +297,7 @@ class StreamingWindows(BatchHandler):
             "allowed_lateness": str(self.allowed_lateness),
             "key_groups": self.key_groups,
             "path": path,
+            "timeline": self.timeline,
         }
 
     def check(self, events: DataFrame) -> WatermarkPlan:
@@ -392,7 +400,6 @@ class StreamingWindows(BatchHandler):
         returns the counts of results, late and dropped rows."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
         spark = batch.sparkSession
         rows, segment, unplaced = advanced.rows, advanced.segment, advanced.unplaced
@@ -418,8 +425,10 @@ class StreamingWindows(BatchHandler):
         previous = store.last_before(batch_id)
         saved = None if previous is None else store.version(previous, "operators")
         if saved is not None and store.exists(saved):
-            states = spark.read.parquet(saved).select(
-                F.col(_GROUP), F.lit(0).cast("int").alias(_KIND), F.col(_SNAPSHOT)
+            states = (
+                spark.read.schema(operators_type())
+                .parquet(saved)
+                .select(F.col(_GROUP), F.lit(0).cast("int").alias(_KIND), F.col(_SNAPSHOT))
             )
             records = records.unionByName(states, allowMissingColumns=True)
         parts = self.num_partitions or default_partitions(spark)
@@ -471,13 +480,7 @@ class StreamingWindows(BatchHandler):
             elif not unplaced:
                 dropped = dropped.where(F.lit(False))
             self.write("dropped", dropped, batch_id, result)
-            operators = unpacked(
-                out,
-                "operators",
-                StructType(
-                    [StructField(_GROUP, IntegerType()), StructField(_SNAPSHOT, BinaryType())]
-                ),
-            )
+            operators = unpacked(out, "operators", operators_type())
             with self.clock("state"):
                 operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
             totals["dropped"] += unplaced
