@@ -72,8 +72,8 @@ def processing_order(
     ties: Sequence[str] = (),
 ) -> pa.Table:
     """Sort by :func:`floodmark.vocabulary.processing_order`, nulls first, as Spark
-    sorts: the order of every stage (``ties``: the first/last aggregates' value
-    columns, :func:`floodmark.vocabulary.tie_values`)."""
+    sorts: the order of every stage (``ties``: the aggregated value columns,
+    first/last's first, :func:`floodmark.vocabulary.tie_values`)."""
     by = processing_order_of(arrival, channel, event_time, keys, ties)
     try:  # pyarrow >= 25: null placement per key
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in by])

@@ -31,10 +31,15 @@ SAFE_PARAM = 1 << 60
 
 
 def tie_values(aggs: Sequence[str | tuple[str, str]]) -> list[str]:
-    """The value columns of the ``first``/``last`` aggregates, in the order given,
-    each once."""
-    picks = [a[1] for a in aggs if not isinstance(a, str) and a[0] in PICKS]
-    return list(dict.fromkeys(picks))
+    """The value columns that order records tied in everything else, each once: those
+    of the ``first``/``last`` aggregates (which value is first or last), then every
+    other aggregated column, each in the order given. With all of them the order is
+    total over what the window operator sees, so a refiring's intermediate ``sum`` or
+    ``min``, and a float ``mean``'s last bit, do not depend on the order in which Spark
+    delivers records that tie in arrival, channel, event time and key."""
+    values = [a for a in aggs if not isinstance(a, str)]
+    picks = [a[1] for a in values if a[0] in PICKS]
+    return list(dict.fromkeys([*picks, *(a[1] for a in values)]))
 
 
 def processing_order(
@@ -42,9 +47,9 @@ def processing_order(
 ) -> list[str]:
     """The columns that order the records, each once: ``(arrival, channel, event
     time, keys..., ties...)``, the channel in its place among the keys if it is one.
-    Records equal in all of them are interchangeable; ``ties`` (the ``first``/``last``
-    values, :func:`tie_values`) make which value is first or last independent of the
-    order in which Spark delivers them."""
+    ``ties`` (:func:`tie_values`: the aggregated values, ``first``/``last``'s first)
+    make the order independent of the order in which Spark delivers the records:
+    records equal in all of them are equal in every column the operator reads."""
     chan = [] if channel in keys else [channel]
     return list(dict.fromkeys([arrival, *chan, event_time, *keys, *ties]))
 

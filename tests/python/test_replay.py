@@ -55,3 +55,40 @@ def test_rows_it_cannot_place_are_dropped_with_a_reason() -> None:
             {"ev": 4, "arr": None, "reason": "null_arrival"},
         ]
         assert out.records.num_rows == 2
+
+
+def test_records_tied_but_for_their_values_give_one_result_in_any_input_order() -> None:
+    """Two records equal in arrival, channel, event time and key refire a closed window
+    one after the other: ordered by their values (the tie rule), each refiring's sum
+    and the float mean come out the same whatever order the rows are given in."""
+    table = pa.table(
+        {
+            "chan": [0, 0, 0, 0],
+            "ev": [1, 20, 2, 2],
+            "arr": [1, 200, 300, 300],
+            "k": [0, 0, 0, 0],
+            "v": [0.1, 5.0, 100.0, 0.2],
+        }
+    )
+    outs = []
+    for order in ([0, 1, 2, 3], [0, 1, 3, 2]):
+        out = replay(
+            table.take(order),
+            WatermarkStrategy.for_monotonous_timestamps(),
+            channel="chan",
+            arrival="arr",
+            event_time="ev",
+            window=TumblingEventTimeWindows.of(10),
+            key="k",
+            aggs=["count", ("sum", "v"), ("mean", "v")],
+            allowed_lateness=1_000,
+        )
+        outs.append(
+            [
+                (r["window_start"], r["count"], r["sum_v"], r["mean_v"], r["timing"])
+                for r in out.results.to_pylist()
+            ]
+        )
+    assert outs[0] == outs[1]
+    refirings = [r for r in outs[0] if r[0] == 0 and r[4] == "late"]
+    assert [r[1:3] for r in refirings] == [(2, 0.1 + 0.2), (3, 0.1 + 0.2 + 100.0)]

@@ -69,7 +69,10 @@ def test_processing_order() -> None:
     order = vocabulary.processing_order
     assert order("a", "c", "t", ["k"], ["v", "k"]) == ["a", "c", "t", "k", "v"]
     assert order("a", "c", "t", ["k", "c"], []) == ["a", "t", "k", "c"]
-    assert vocabulary.tie_values(["count", ("last", "y"), ("sum", "x"), ("first", "y")]) == ["y"]
+    ties = vocabulary.tie_values(
+        ["count", ("sum", "x"), ("last", "y"), ("mean", "x"), ("first", "z")]
+    )
+    assert ties == ["y", "z", "x"]  # first/last's columns first, then every other value
 
 
 def strings(path: Path) -> list[str]:

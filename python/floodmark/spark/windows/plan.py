@@ -52,10 +52,10 @@ class WindowPlan:
     send_channel: bool
 
     def tie_values(self) -> list[str]:
-        """The value columns of the ``first``/``last`` aggregates, in the order given.
-        Records equal in (arrival, channel, event time, key) are processed in the order
-        of these (ascending, nulls first), so that which value is first or last does
-        not depend on the order in which Spark delivers them."""
+        """The aggregated value columns, ``first``/``last``'s first
+        (:func:`floodmark.vocabulary.tie_values`). Records equal in (arrival, channel,
+        event time, key) are processed in the order of these (ascending, nulls first),
+        so that no result depends on the order in which Spark delivers them."""
         return tie_values(self.aggs)
 
     def processing_order(self) -> list[str]:
