@@ -71,15 +71,22 @@ def processing_order(
     keys: Sequence[str] = (),
     ties: Sequence[str] = (),
 ) -> pa.Table:
-    """Sort by :func:`floodmark.vocabulary.processing_order`, nulls first, as Spark
-    sorts: the order of every stage (``ties``: the aggregated value columns,
-    first/last's first, :func:`floodmark.vocabulary.tie_values`)."""
-    by = processing_order_of(arrival, channel, event_time, keys, ties)
+    """Sort by :func:`floodmark.vocabulary.processing_order`, as Spark sorts: the
+    order of every stage (``ties``: the aggregated value columns, first/last's first,
+    :func:`floodmark.vocabulary.tie_values`). Nulls first; a float NaN after every
+    number, as Spark orders it (Arrow would put it before them), by sorting on
+    ``is_nan`` first."""
+    columns: dict[str, pa.ChunkedArray] = {}
+    for i, c in enumerate(processing_order_of(arrival, channel, event_time, keys, ties)):
+        if pa.types.is_floating(table.schema.field(c).type):
+            columns[f"nan{i}"] = pc.is_nan(table[c])
+        columns[f"v{i}"] = table[c]
+    keyed = pa.table(columns)
     try:  # pyarrow >= 25: null placement per key
-        order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in by])
+        order = pc.sort_indices(keyed, sort_keys=[(c, "ascending", "at_start") for c in columns])
     except (TypeError, ValueError):  # older pyarrow: one placement for every key
         order = pc.sort_indices(
-            table, sort_keys=[(c, "ascending") for c in by], null_placement="at_start"
+            keyed, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
         )
     return table.take(order)
 

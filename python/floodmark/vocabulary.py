@@ -49,7 +49,8 @@ def processing_order(
     time, keys..., ties...)``, the channel in its place among the keys if it is one.
     ``ties`` (:func:`tie_values`: the aggregated values, ``first``/``last``'s first)
     make the order independent of the order in which Spark delivers the records:
-    records equal in all of them are equal in every column the operator reads."""
+    records equal in all of them are equal in every column the operator reads (but for
+    the sign of a float zero: ``-0.0`` and ``0.0`` sort as equal)."""
     chan = [] if channel in keys else [channel]
     return list(dict.fromkeys([arrival, *chan, event_time, *keys, *ties]))
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pyarrow as pa
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
@@ -10,17 +13,32 @@ from floodmark.replay import replay
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
-def test_a_strategy_that_never_emits_leaves_every_record_before_any_watermark() -> None:
-    table = pa.table({"chan": [0, 0, 1], "ev": [1, 2, 15], "arr": [1, 2, 3], "k": [0, 0, 0]})
-    out = replay(
+MONOTONOUS = WatermarkStrategy.for_monotonous_timestamps()
+
+
+def tumbling(
+    table: pa.Table,
+    aggs: Sequence[Any] = ("count",),
+    lateness: int = 0,
+    strategy: WatermarkStrategy = MONOTONOUS,
+) -> Any:
+    """10 ms tumbling windows of key ``k`` over ``table``."""
+    return replay(
         table,
-        WatermarkStrategy.no_watermarks(),
+        strategy,
         channel="chan",
         arrival="arr",
         event_time="ev",
         window=TumblingEventTimeWindows.of(10),
         key="k",
+        aggs=aggs,
+        allowed_lateness=lateness,
     )
+
+
+def test_a_strategy_that_never_emits_leaves_every_record_before_any_watermark() -> None:
+    table = pa.table({"chan": [0, 0, 1], "ev": [1, 2, 15], "arr": [1, 2, 3], "k": [0, 0, 0]})
+    out = tumbling(table, strategy=WatermarkStrategy.no_watermarks())
     assert out.timeline.num_rows == 0
     assert out.records["watermark"].to_pylist() == [I64_MIN] * 3
     assert out.records["is_late"].to_pylist() == [False] * 3
@@ -72,17 +90,7 @@ def test_records_tied_but_for_their_values_give_one_result_in_any_input_order() 
     )
     outs = []
     for order in ([0, 1, 2, 3], [0, 1, 3, 2]):
-        out = replay(
-            table.take(order),
-            WatermarkStrategy.for_monotonous_timestamps(),
-            channel="chan",
-            arrival="arr",
-            event_time="ev",
-            window=TumblingEventTimeWindows.of(10),
-            key="k",
-            aggs=["count", ("sum", "v"), ("mean", "v")],
-            allowed_lateness=1_000,
-        )
+        out = tumbling(table.take(order), ["count", ("sum", "v"), ("mean", "v")], 1_000)
         outs.append(
             [
                 (r["window_start"], r["count"], r["sum_v"], r["mean_v"], r["timing"])
@@ -92,3 +100,17 @@ def test_records_tied_but_for_their_values_give_one_result_in_any_input_order() 
     assert outs[0] == outs[1]
     refirings = [r for r in outs[0] if r[0] == 0 and r[4] == "late"]
     assert [r[1:3] for r in refirings] == [(2, 0.1 + 0.2), (3, 0.1 + 0.2 + 100.0)]
+
+
+def test_a_nan_value_sorts_after_every_number_as_spark_sorts_it() -> None:
+    """Tied records are ordered by their values with NaN last (Spark's order, which the
+    keyed path sorts by): the operator meets 1.0 before NaN, so min and max stay 1.0
+    (a NaN met first would stay, being neither smaller nor larger), in any row order."""
+    table = pa.table(
+        {"chan": [0, 0], "ev": [1, 1], "arr": [1, 1], "k": [0, 0], "v": [float("nan"), 1.0]}
+    )
+    for order in ([0, 1], [1, 0]):
+        out = tumbling(table.take(order), [("min", "v"), ("max", "v"), ("first", "v")])
+        assert [(r["min_v"], r["max_v"], r["first_v"]) for r in out.results.to_pylist()] == [
+            (1.0, 1.0, 1.0)
+        ]

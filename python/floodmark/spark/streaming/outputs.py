@@ -60,13 +60,13 @@ class ParquetOutputs:
         return f"{self.path}/{kind}/{PARTITION}={batch_id}"
 
     def check(self, events: DataFrame) -> None:
-        """Refuses an input column named like the partition column (the outputs keep
-        the input's columns, and reading them back would replace its values with the
-        batch ids), before any job."""
+        """Refuses an input column named like the partition column in any case (the
+        outputs keep the input's columns, and reading them back, in a session that
+        may compare names without case, would replace its values with the batch ids),
+        before any job."""
         from floodmark.exceptions import SchemaError
-        from floodmark.spark.columns import clashing
 
-        clash = clashing(events, [PARTITION])
+        clash = [c for c in events.columns if c.lower() == PARTITION]
         if clash:
             raise SchemaError(
                 clash[0],

@@ -6,7 +6,7 @@ frontier are hashed into a fixed number of **key groups** (Flink's max-paralleli
 and each group's keyed Rust window operator is carried from batch to batch as a
 snapshot. Per batch, one shuffle brings each group's records together with its
 snapshot (one row: restore first), the operator takes the records in the documented
-order (arrival, channel, event time, key, first/last values) with the segment's
+order (arrival, channel, event time, key, the aggregated values) with the segment's
 advances between them, and emits the results, late and dropped rows and its new
 snapshot. A group with windows open but no record in a batch still gets its snapshot
 row, so the watermark fires its windows. The order is total (every column sent is in

@@ -10,7 +10,7 @@ query, the partial aggregates of windows still open carried from batch to batch.
   (exact below 2^31 values);
 * ``min`` / ``max``;
 * ``first`` / ``last``: the value at the smallest / largest ``(event time, arrival,
-  channel, first/last values)`` among non-null values (the runner's order; see
+  channel, the aggregated values)`` among non-null values (the runner's order; see
   :meth:`WindowPlan.pick_order`): the minimum / maximum of that struct with the value
   last.
 """

@@ -68,7 +68,7 @@ def keyed_outputs(
     schemas = output_schemas(plan, sent.schema)
     arrow_schemas = {kind: to_arrow_schema(schema) for kind, schema in schemas.items()}
     parts = num_partitions or default_partitions(df.sparkSession)
-    # The documented order (arrival, channel, event time, key, first/last values);
+    # The documented order (arrival, channel, event time, key, the aggregated values);
     # the channel is sent unless it is a key (as a value column, if it is one).
     ordered = sent.repartition(parts, *[F.col(quote(k)) for k in keys]).sortWithinPartitions(
         *map(quote, plan.processing_order())

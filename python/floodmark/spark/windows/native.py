@@ -21,7 +21,7 @@ windows tumble or slide (``slide <= size``: every record is in a window):
 * the aggregates do not depend on the order of addition (:mod:`.native_aggregates`):
   ``count``, ``sum`` of integers (wrapping like a Java ``long``), ``min``, ``max``,
   ``first``/``last`` (by event time, ties by arrival, channel, then
-  the first/last value columns).
+  the aggregated value columns: :func:`floodmark.vocabulary.tie_values`).
 
 So the on-time results are ``groupBy(key, window)`` over the on-time (record, window)
 pairs (sliding windows: one row per pair, by ``explode``), the firing's watermark and
