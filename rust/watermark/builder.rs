@@ -51,13 +51,11 @@
 //! on as the original would (property tests check both). A snapshot does not hold
 //! outputs not yet taken.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::error::{Error, Result};
 use crate::snapshot::{Reader, Writer};
 
 use super::channel::Channel;
+use super::heap::IndexedMinHeap;
 use super::kinds;
 use super::multiplexer::Multiplexer;
 use super::output::ChannelOutput;
@@ -246,8 +244,10 @@ pub struct TimelineBuilder {
     interval: i64,
     source: Source,
     combiner: Combiner,
-    /// `(grid index, channel)` of every due call (entries not in `due` are stale).
-    queue: BinaryHeap<Reverse<(i64, u32)>>,
+    /// Each channel with a due call, keyed by its grid index (exactly `due`): at most
+    /// one entry per channel, so the heap stays as small as the channels however many
+    /// records move a call earlier.
+    queue: IndexedMinHeap,
     /// The last grid index run (None until the grid starts).
     ran_through: Option<i64>,
     /// The largest bucket (periodic) or time (emissions) pushed so far.
@@ -320,7 +320,7 @@ impl TimelineBuilder {
             interval,
             source,
             combiner,
-            queue: BinaryHeap::new(),
+            queue: IndexedMinHeap::new(0),
             ran_through: None,
             last: None,
             keep_emissions: false,
@@ -577,11 +577,11 @@ impl TimelineBuilder {
     }
 
     fn rebuild_queue(&mut self) {
-        self.queue.clear();
         if let Source::Periodic { due, .. } = &self.source {
+            self.queue = IndexedMinHeap::new(due.len());
             for (c, d) in due.iter().enumerate() {
                 if let Some(k) = d {
-                    self.queue.push(Reverse((*k, c as u32)));
+                    self.queue.upsert(c, *k);
                 }
             }
         }
@@ -611,7 +611,7 @@ impl TimelineBuilder {
             ch.generator.absorb(std::slice::from_ref(&r.max_ts));
             if due[r.channel].map_or(true, |d| r.bucket < d) {
                 due[r.channel] = Some(r.bucket);
-                self.queue.push(Reverse((r.bucket, r.channel as u32)));
+                self.queue.upsert(r.channel, r.bucket);
             }
             let channel = match &self.subtasks {
                 Some(sub) => sub.partial(r.channel).0,
@@ -769,7 +769,7 @@ impl TimelineBuilder {
             return Ok(());
         }
         let mut round = None;
-        while let Some(&Reverse((k, c))) = self.queue.peek() {
+        while let Some((c, k)) = self.queue.peek() {
             if k > last {
                 break;
             }
@@ -777,8 +777,16 @@ impl TimelineBuilder {
                 self.flush_subtasks(r)?;
             }
             round = Some(k);
-            self.queue.pop();
-            self.call(k, c as usize)?;
+            self.call(k, c)?;
+            // The call set the channel's next due call (or none): its one entry follows.
+            if let Source::Periodic { due, .. } = &self.source {
+                match due[c] {
+                    Some(next) => self.queue.upsert(c, next),
+                    None => {
+                        self.queue.remove(c);
+                    }
+                }
+            }
         }
         if let Some(r) = round {
             self.flush_subtasks(r)?;
@@ -789,15 +797,14 @@ impl TimelineBuilder {
         Ok(())
     }
 
-    /// The periodic call of channel `c` at grid index `k`, if it is still due there.
+    /// The periodic call of channel `c` at grid index `k` (its due call: the queue
+    /// holds exactly `due`); sets the channel's next due call.
     #[inline]
     fn call(&mut self, k: i64, c: usize) -> Result<()> {
         let Source::Periodic { channels, due, .. } = &mut self.source else {
             return Ok(());
         };
-        if due[c] != Some(k) {
-            return Ok(()); // stale: moved earlier by a record, then called
-        }
+        debug_assert_eq!(due[c], Some(k), "the queue holds exactly the due calls");
         let t = k * self.interval; // in range: checked when the bucket came in
         let Channel {
             generator, output, ..
@@ -863,9 +870,6 @@ impl TimelineBuilder {
                     due[c] = Some(e); // called at its end, whatever it emits
                 }
             }
-            if let Some(next) = due[c] {
-                self.queue.push(Reverse((next, c as u32)));
-            }
             return Ok(());
         }
         generator.on_periodic_emit(t, &mut |e| output.push(e, &mut |x| scratch.push(x)));
@@ -881,9 +885,6 @@ impl TimelineBuilder {
                     due[c] = Some(e); // called at its end, whatever it emits
                 }
             }
-        }
-        if let Some(next) = due[c] {
-            self.queue.push(Reverse((next, c as u32)));
         }
         for &e in &self.scratch {
             if self.keep_emissions {

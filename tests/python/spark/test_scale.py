@@ -2,11 +2,16 @@
 the driver, the builder fed in many small chunks.
 
 * 1,000 channels (a few records each, most of them quiet for long stretches) equal the
-  engine run in one process (``floodmark.replay``), on the driver path and on the
-  executor path (the table forced to stay on the executors);
-* the executor path fed in chunks of a few rows gives the very rows of one chunk;
+  engine run in one process (``floodmark.replay``), on the driver path, on the
+  executor path (the table forced to stay on the executors) and, for the windows, on
+  the records path (no aggregation: the builder reads the records);
+* the executor and records paths fed in chunks of a few rows give the very rows of one
+  chunk;
+* the records path is taken where the aggregation would not reduce the records, and
+  only there;
 * the driver never collects a table that grows with channels x buckets: every table it
-  collects on the executor path stays within the number of channels or the grid.
+  collects on the executor or records path stays within the number of channels, the
+  grid or the records path's fixed sample.
 """
 
 from __future__ import annotations
@@ -61,10 +66,29 @@ def stream() -> pa.Table:
     return sparse_stream()
 
 
+def take_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forces the timeline stage's path: the bucket table on the ``driver``, on the
+    ``executors``, or the builder over the ``records`` themselves."""
+    if name == "records":
+        monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 100)
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+        return
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 2.0)  # never: at most 1 per record
+    if name == "executors":
+        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
+
+
 @pytest.fixture(params=["driver", "executors"])
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "executors":
-        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
+    take_path(request.param, monkeypatch)
+    return str(request.param)
+
+
+@pytest.fixture(params=["driver", "executors", "records"])
+def window_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """:func:`path`, and the records path (which the window stage can take: it does
+    not need the per-(channel, bucket) channel watermarks)."""
+    take_path(request.param, monkeypatch)
     return str(request.param)
 
 
@@ -112,7 +136,7 @@ def counted(table: pa.Table | Any, columns: list[str]) -> Counter[tuple[Any, ...
     ids=["tumbling-native", "session-keyed"],
 )
 def test_a_thousand_channels_windows_equal_the_engine(
-    spark: Any, stream: pa.Table, path: str, window: Any
+    spark: Any, stream: pa.Table, window_path: str, window: Any
 ) -> None:
     out = window_aggregate(
         spark.createDataFrame(stream),
@@ -123,7 +147,7 @@ def test_a_thousand_channels_windows_equal_the_engine(
         channel="partition",
         arrival="arrival",
     )
-    assert (out.timeline.buckets is None) is (path == "executors")
+    assert (out.timeline.buckets is None) is (window_path != "driver")
     want = engine(stream, window)
     columns = ["key", "window_start", "window_end", "count", "watermark", "timing"]
     assert counted(out.results, [*columns, "fired_at"]) == counted(
@@ -199,13 +223,16 @@ def tumbling(frame: Any, emissions: bool) -> Any:
     )
 
 
+@pytest.mark.parametrize("where", ["executors", "records"])
 def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
-    spark: Any, monkeypatch: pytest.MonkeyPatch
+    spark: Any, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """On the executor path, every table the driver collects holds at most one row per
-    channel, per grid bucket or (the report's compacted emissions) per channel and
-    report bin plus idle marks: never the per-(channel, bucket) table of a stream
-    with 200 channels over 1,500 buckets (~280,000 rows)."""
+    """On the executor and records paths, every table the driver collects holds at most
+    one row per channel, per grid bucket, the records path's fixed sample or (the
+    report's compacted emissions) per channel and report bin plus idle marks: never the
+    per-(channel, bucket) table of a stream with 200 channels over 1,500 buckets
+    (~280,000 rows), which the records path takes by itself (one record per bucket:
+    the aggregation would not reduce them)."""
     from floodmark.report.partition_views import DEFAULT_BINS
     from floodmark.spark.packed import unpack_local
 
@@ -227,7 +254,11 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
         return table
 
     def aggregate(emissions: bool) -> Any:
-        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
+        if where == "executors":
+            take_path("executors", monkeypatch)
+            monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", limit)
+        else:  # by itself: no table ever came to the driver
+            monkeypatch.setattr(timeline, "bucket_aggregate", refused)
         monkeypatch.setattr(cls, "toArrow", counting)
         out = tumbling(frame, emissions)
         monkeypatch.undo()
@@ -238,9 +269,9 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     assert tl.first_bucket is not None and tl.last_bucket is not None and tl.emissions is not None
     grid, channels = tl.last_bucket - tl.first_bucket + 1, len(tl.channels)
     pairs = frame.selectExpr("partition", "ceil(arrival / 200) AS bucket").distinct().count()
-    assert pairs > 100 * max(grid, channels)  # what the driver must not collect
+    assert pairs > 10 * max(grid, channels, limit, timeline.SAMPLE_RECORDS)  # must not come
     assert collected and emitted
-    assert max(collected) <= max(grid, channels, limit + 1), collected
+    assert max(collected) <= max(grid, channels, limit + 1, timeline.SAMPLE_RECORDS), collected
     marks = tl.emissions.filter(pc.field("kind") != "watermark").num_rows
     assert sum(emitted) <= channels * DEFAULT_BINS + marks < pairs / 4
     out.unpersist()
@@ -252,32 +283,114 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     out.unpersist()
 
 
+def refused(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the records path aggregates nothing")
+
+
 def test_the_report_views_are_the_same_from_compacted_emissions(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On the executor path the channels' emissions come back compacted (the last
-    watermark of each bin, every idle/active mark); the report's per-partition views
-    of them equal those of every emission, which the driver path keeps."""
+    """On the executor and records paths the channels' emissions come back compacted
+    (the last watermark of each bin, every idle/active mark); the report's
+    per-partition views of them equal those of every emission, which the driver path
+    keeps."""
     from floodmark.report.partition_views import partition_views
 
     stream = dense_stream()
 
-    def views() -> tuple[Any, int]:
-        out = tumbling(spark.createDataFrame(stream), emissions=True)
+    def views(where: str) -> tuple[Any, int]:
+        with monkeypatch.context() as m:
+            take_path(where, m)
+            out = tumbling(spark.createDataFrame(stream), emissions=True)
         tl = out.timeline
-        assert tl.emissions is not None
+        assert tl.emissions is not None and (tl.buckets is None) is (where != "driver")
         got = partition_views(tl.table, tl.emissions, span=tl.span)
         out.unpersist()
         return got, tl.emissions.num_rows
 
-    whole, all_rows = views()
+    whole, all_rows = views("driver")
     # From the driver path too, the emissions are kept only when asked for.
-    unasked = tumbling(spark.createDataFrame(stream), emissions=False)
+    with monkeypatch.context() as m:
+        take_path("driver", m)
+        unasked = tumbling(spark.createDataFrame(stream), emissions=False)
     assert unasked.timeline.buckets is not None and unasked.timeline.emissions is None
     unasked.unpersist()
-    monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
-    compacted, kept_rows = views()
-    assert kept_rows < all_rows / 2
-    for name in ("lag", "holding", "idle_spans"):
-        assert getattr(compacted, name).equals(getattr(whole, name)), name
     assert whole.idle_spans.num_rows >= 20  # the channels that stop half way
+    for where in ("executors", "records"):
+        compacted, kept_rows = views(where)
+        assert kept_rows < all_rows / 2
+        for name in ("lag", "holding", "idle_spans"):
+            assert getattr(compacted, name).equals(getattr(whole, name)), (where, name)
+
+
+def test_the_records_path_is_taken_where_the_aggregation_would_not_reduce(spark: Any) -> None:
+    """:func:`timeline.reduces` judges from the input's first records: one record per
+    ``(channel, bucket)`` (:func:`dense_stream`) takes the records path, ten per
+    bucket, or an input smaller than the sample, the aggregation."""
+    from floodmark.spark.plan import make_plan
+
+    def reduces(table: pa.Table) -> bool:
+        df, plan = make_plan(
+            spark.createDataFrame(table),
+            STRATEGY,
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            emit_interval=timedelta(milliseconds=200),
+            event_time_unit=None,
+            arrival_unit=None,
+        )
+        return timeline.reduces(df, plan)
+
+    sparse = dense_stream(channels=50, seconds=100)
+    assert sparse.num_rows > timeline.SAMPLE_RECORDS
+    assert not reduces(sparse)
+    # Ten records per (channel, bucket): the same arrivals, each ten times.
+    crowded = pa.concat_tables([sparse] * 10).sort_by("arrival")
+    assert reduces(crowded)
+    assert reduces(sparse.slice(0, timeline.SAMPLE_RECORDS - 1))
+
+
+def test_the_records_path_in_small_chunks_equals_the_driver_path(
+    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records path's builder task fed 7 records at a time gives the outputs and
+    the timeline of the driver path, which feeds the builder the whole bucket table at
+    once."""
+
+    def run(where: str) -> tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]], pa.Table]:
+        with monkeypatch.context() as m:
+            take_path(where, m)
+            out = tumbling(spark.createDataFrame(stream), emissions=False)
+        got = (
+            counted(out.results, ["key", "window_start", "count", "fired_at", "timing"]),
+            counted(out.late, ["id", "watermark"]),
+            out.timeline.table,
+        )
+        out.unpersist()
+        return got
+
+    whole = run("driver")
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "7")
+    try:
+        chunked = run("records")
+    finally:
+        spark.conf.set(key, before)
+    assert chunked[0] == whole[0] and chunked[1] == whole[1]
+    assert chunked[2].equals(whole[2])
+
+
+def test_one_partition_shuffles_only_what_already_shuffles(spark: Any) -> None:
+    """The records path reads its input in one task: a scan is coalesced into it (no
+    shuffle), an input that shuffles is repartitioned (its stages keep their tasks)."""
+
+    def physical(frame: Any) -> str:
+        return str(frame._jdf.queryExecution().executedPlan().toString())
+
+    scan = spark.range(1000).selectExpr("id % 7 AS channel", "id AS arrival")
+    assert "Exchange" not in physical(timeline.one_partition(scan))
+    assert "Coalesce" in physical(timeline.one_partition(scan))
+    grouped = scan.groupBy("channel").count()
+    assert "SinglePartition" in physical(timeline.one_partition(grouped))
