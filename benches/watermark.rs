@@ -1,8 +1,10 @@
-//! Criterion benches of the watermark hot paths: the one-channel driver and the valve.
+//! Criterion benches of the watermark hot paths: the one-channel driver, the valve and
+//! the timeline builder over many sparse channels.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use floodmark::watermark::{
-    drive_into, BaseGenerator, ChannelOutput, DriveParams, Generator, Valve,
+    drive_into, BaseGenerator, BucketRow, ChannelOutput, DriveParams, Generator, TimelineBuilder,
+    Valve,
 };
 use std::hint::black_box;
 
@@ -110,5 +112,44 @@ fn bench_valve(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_driver, bench_valve);
+/// 1,000 channels each sending a record every ~330 ms of arrival (the 200 ms buckets of
+/// a Kafka topic with 1,000 partitions and 10M records an hour), in arrival order,
+/// through bounded out-of-orderness with idleness: the records path of the Spark
+/// pipeline, where a record moves its channel's due call earlier at almost every row.
+fn bench_builder(c: &mut Criterion) {
+    const RECORDS: usize = 2_000_000;
+    const CHANNELS: usize = 1_000;
+    let mut rng = Rng(11);
+    let rows: Vec<BucketRow> = (0..RECORDS)
+        .map(|i| {
+            let arrival = (i as i64) * 36 / 100; // 10M records an hour: ~0.36 ms apart
+            BucketRow {
+                channel: (rng.next() % CHANNELS as u64) as usize,
+                bucket: (arrival + 199) / 200,
+                max_ts: arrival - (rng.next() % 2_000) as i64,
+            }
+        })
+        .collect();
+    let generator = Generator::new(BaseGenerator::bounded(5_000).unwrap())
+        .with_idleness(30_000)
+        .unwrap();
+    let mut group = c.benchmark_group("builder");
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.sample_size(10);
+    group.bench_function("1000_sparse_channels_idleness_2M", |b| {
+        let mut in_force = Vec::with_capacity(RECORDS);
+        b.iter(|| {
+            let mut builder = TimelineBuilder::new(generator.clone(), CHANNELS, 200).unwrap();
+            in_force.clear();
+            for chunk in rows.chunks(10_000) {
+                builder.push(chunk, &mut in_force).unwrap();
+            }
+            builder.finish().unwrap();
+            black_box((in_force.len(), builder.take_timeline().len()))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_driver, bench_valve, bench_builder);
 criterion_main!(benches);
