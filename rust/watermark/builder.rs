@@ -316,11 +316,15 @@ impl TimelineBuilder {
     }
 
     fn with_source(interval: i64, source: Source, combiner: Combiner) -> Self {
+        let channels = match &source {
+            Source::Periodic { due, .. } => due.len(),
+            Source::Emissions { .. } => 0,
+        };
         Self {
             interval,
             source,
             combiner,
-            queue: IndexedMinHeap::new(0),
+            queue: IndexedMinHeap::new(channels),
             ran_through: None,
             last: None,
             keep_emissions: false,
@@ -777,8 +781,9 @@ impl TimelineBuilder {
                 self.flush_subtasks(r)?;
             }
             round = Some(k);
-            self.call(k, c)?;
-            // The call set the channel's next due call (or none): its one entry follows.
+            let called = self.call(k, c);
+            // The call set the channel's next due call (or none): its one entry follows,
+            // failed call or not, so the queue always holds exactly `due`.
             if let Source::Periodic { due, .. } = &self.source {
                 match due[c] {
                     Some(next) => self.queue.upsert(c, next),
@@ -787,6 +792,7 @@ impl TimelineBuilder {
                     }
                 }
             }
+            called?;
         }
         if let Some(r) = round {
             self.flush_subtasks(r)?;

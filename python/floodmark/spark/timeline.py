@@ -597,7 +597,10 @@ def on_executors(
     topology = topology_of(plan, channels, summary.column("hi").combine_chunks().take(at))
     interval, chosen = plan.interval, list(strategies)
     first, last = pc.min(summary.column("lo")).as_py(), pc.max(summary.column("hi")).as_py()
-    edges = bin_edges(first * interval, last * interval)
+    # The report's bins need only lie in the long range: the builder refuses grid times
+    # outside it (naming the arrival column), in the task.
+    low, high = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+    edges = bin_edges(max(first * interval, low), min(last * interval, high))
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         run = new_run(len(chosen))

@@ -374,6 +374,29 @@ def test_arrival_at_the_ends_of_the_long_range_is_named(spark: Any, end: int) ->
     assert err.value.column == "arr"
 
 
+@pytest.mark.parametrize("where", ["executors", "records"])
+@pytest.mark.parametrize("end", [-(2**63), 2**63 - 10])
+def test_arrival_at_the_ends_of_the_long_range_is_named_in_the_builder_task(
+    spark: Any, end: int, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The builder's Spark task, over a bucket table kept on the executors or over the
+    records themselves, reports the same error, naming the arrival column (the driver
+    computed the report's bins from those grid times first, and overflowed)."""
+    from floodmark.spark import timeline
+
+    if where == "records":
+        monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 5)
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+        monkeypatch.setattr(timeline, "bucket_aggregate", None)  # the records path only
+    else:
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 2.0)
+        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 1)
+    df = spark.createDataFrame([(i % 2, i, end + i, "a", i) for i in range(10)], SCHEMA)
+    with pytest.raises(InvalidInputError, match="arr") as err:
+        watermark_timeline(df, STRATEGY, **COLUMNS)
+    assert err.value.column == "arr"
+
+
 def persisted(spark: Any) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
