@@ -169,6 +169,36 @@ proptest! {
     }
 
     #[test]
+    fn a_builder_over_some_channels_started_at_the_first_bucket_gives_their_watermarks(
+        gen in generator(),
+        interval in 1i64..30,
+        data in stream(4),
+        chunk in 1usize..8,
+    ) {
+        // The per-channel pass: a builder over some of the channels (their own
+        // indexes, the others never fed), started at the whole input's first bucket,
+        // fed their rows in chunks, gives each row the channel watermark in force
+        // that the builder over every channel gives it.
+        let rows = bucket_rows(&data);
+        let mut whole = TimelineBuilder::new(gen.clone(), 4, interval).unwrap();
+        let mut want = Vec::new();
+        whole.push(&rows, &mut want).unwrap();
+        for part in [vec![0usize, 2], vec![1, 3], vec![3]] {
+            let mine: Vec<usize> = (0..rows.len()).filter(|&i| part.contains(&rows[i].channel)).collect();
+            let fed: Vec<BucketRow> = mine.iter().map(|&i| rows[i]).collect();
+            let mut b = TimelineBuilder::new(gen.clone(), 4, interval).unwrap();
+            b.start_at(rows[0].bucket).unwrap();
+            let mut got = Vec::new();
+            for piece in fed.chunks(chunk) {
+                b.push(piece, &mut got).unwrap();
+            }
+            let got: Vec<i64> = got.iter().map(|f| f.channel).collect();
+            let want: Vec<i64> = mine.iter().map(|&i| want[i].channel).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
     fn the_combined_watermark_never_decreases_nor_passes_a_channel_never_idle(
         gen in generator(),
         interval in 1i64..30,

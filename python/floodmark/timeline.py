@@ -314,6 +314,18 @@ class TimelineBuilder:
         }
         self._inner.push_emissions(pa.RecordBatch.from_pydict(columns))
 
+    def start_at(self, bucket: int) -> None:
+        """Starts the emission grid at ``bucket`` before any row, as a first row in
+        ``bucket`` would (every channel is first called at its grid time): a builder
+        over some channels of an input that starts earlier, whose channels' watermarks
+        in force are then those of the whole input's builder.
+
+        Raises:
+            IllegalStateError: rows came already (the grid has started).
+            InvalidInputError: the grid time leaves the ``int64`` range.
+        """
+        self._inner.start_at(bucket)
+
     def advance_to(self, bucket: int) -> None:
         """Declares every grid bucket up to ``bucket`` complete (no row of it will come)
         and runs the periodic emissions up to grid time ``bucket * emit_interval``: a

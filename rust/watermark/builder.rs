@@ -753,6 +753,32 @@ impl TimelineBuilder {
         }
     }
 
+    /// Starts the grid at `bucket` before any row, as a first row in `bucket` would:
+    /// every channel is first called at its grid time. For a builder over some of the
+    /// channels of an input whose first row may come earlier than theirs (its
+    /// channels' generators then get the calls they get in the whole input's builder,
+    /// so their watermarks in force are the same).
+    ///
+    /// # Errors
+    /// [`Error::IllegalState`] once the grid has started, or for a builder of output
+    /// streams; [`Error::InvalidInput`] naming `arrival` if the grid time leaves the
+    /// `i64` range.
+    pub fn start_at(&mut self, bucket: i64) -> Result<()> {
+        if !matches!(self.source, Source::Periodic { .. }) {
+            return Err(Error::IllegalState(
+                "this builder merges output streams: it has no grid".into(),
+            ));
+        }
+        if let Some(k) = self.ran_through {
+            return Err(Error::IllegalState(format!(
+                "the grid has already started (it ran through bucket {k})"
+            )));
+        }
+        grid_time(bucket, self.interval)?;
+        self.start(bucket);
+        Ok(())
+    }
+
     /// Starts the grid at index `k0`: every channel is called there first.
     fn start(&mut self, k0: i64) {
         self.ran_through = Some(k0 - 1);

@@ -16,6 +16,9 @@ Module map (the pipeline's stages, one question per file):
 * :mod:`.timeline`: stages 1-2, per-(channel, bucket) maxima (native) and the Rust
   timeline builder, on the driver for a small table, in one task otherwise.
 * :mod:`.lookup`: stage 3, every way a record reads its bucket's values.
+* :mod:`.channel_pass`: stage 1 for ``assign_watermarks`` on the records path: each
+  record's channel watermark from its channel's own builder, on the executors.
+* :mod:`.per_channel`: stages 1-2 for generators that emit on records.
 * :mod:`.late`: Flink's element-late rule as a Spark column.
 * :mod:`.assign`: ``assign_watermarks``, ``watermark_timeline``.
 * :mod:`.windows`: stage 4, ``window_aggregate``: the native path, the keyed Rust

@@ -4,7 +4,10 @@ force when it arrived, and whether it is late.
 Each record reads its row of the per-``(channel, bucket)`` table the timeline stage
 produced: from constant arrays in the plan or through a broadcast join when the table
 came to the driver, through a join on the executors when it stayed there (see
-:mod:`floodmark.spark.lookup`): native Spark, no record crosses into Python.
+:mod:`floodmark.spark.lookup`): native Spark, no record crosses into Python. Where
+there is no such table (the records path, a generator emitting on records), a
+per-channel pass already gave each record its channel watermark, and it reads the
+combined one by arrival.
 """
 
 from __future__ import annotations
@@ -17,7 +20,12 @@ from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import clashing, quote
 from floodmark.spark.late import behind_watermark
-from floodmark.spark.lookup import join_bucket_frame, join_buckets
+from floodmark.spark.lookup import (
+    in_force_by_bucket,
+    join_bucket_frame,
+    join_buckets,
+    with_bucket_values,
+)
 from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
@@ -28,7 +36,7 @@ if TYPE_CHECKING:
 
 #: Columns :func:`assign_watermarks` adds.
 ADDED_COLUMNS = ("channel_watermark", "watermark", "is_late", "error")
-_CWM, _WM = "__fm_channel_wm", "__fm_wm"
+_CWM, _WM, _ARRIVAL = "__fm_channel_wm", "__fm_wm", "__fm_arrival"
 
 
 def check_added_names(df: DataFrame) -> None:
@@ -49,7 +57,7 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
 
     plan = timeline.plan
     names = ["channel", "bucket", _CWM, _WM]
-    if timeline.record_driven:
+    if timeline.record_driven or timeline.records is not None:
         return read_by_arrival(df, timeline)
     if timeline.buckets is not None:
         table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
@@ -70,20 +78,29 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
 
 
 def read_by_arrival(df: DataFrame, timeline: Timeline) -> DataFrame:
-    """Stage 3 for a generator that emits on records: its records (with their channel
-    watermark from the per-channel pass) read the combined watermark by arrival."""
+    """Stage 3 when a per-channel pass gave the records their channel watermark (a
+    generator that emits on records, or the records path): they read the combined
+    watermark by arrival (between grid times for such a generator, by bucket
+    otherwise)."""
     from pyspark.sql import functions as F
 
     from floodmark.spark.per_channel import in_force_by_arrival
 
     plan = timeline.plan
-    if timeline.records is None:  # no placeable record
+    found = in_force_by_bucket(timeline)  # None for such a generator
+    if timeline.records is None or (found is None and not timeline.record_driven):
+        # no placeable record
         placed = df.where(F.lit(False)).select("*", F.lit(None).cast("bigint").alias(_CWM))
+        looked = placed.select("*", F.lit(None).cast("bigint").alias(_WM))
     else:
         placed = timeline.records.withColumnRenamed("channel_watermark", _CWM)
-    looked = in_force_by_arrival(placed, timeline, plan.arrival.ticks()).withColumnRenamed(
-        "__fm_pc_wm", _WM
-    )
+        if found is None:
+            looked = in_force_by_arrival(placed, timeline, plan.arrival.ticks())
+            looked = looked.withColumnRenamed("__fm_pc_wm", _WM)
+        else:
+            placed = placed.select("*", plan.arrival.ticks().alias(_ARRIVAL))
+            looked = with_bucket_values(placed, plan, found[0], {_WM: found[1]}, _ARRIVAL)
+            looked = looked.drop(_ARRIVAL)
     wm = F.col(_WM)
     kept = [F.col(quote(c)) for c in df.columns]
     good = looked.select(

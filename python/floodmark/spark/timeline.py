@@ -28,9 +28,10 @@ its watermark changes only at grid times, so O(span / emit_interval) in practice
 few numbers (the event-time range, the records a window may find late) and, on the
 records path, the fixed sample that chose it. The per-record
 stages read the combined watermark by bucket (O(span / emit_interval) values); only
-``assign_watermarks``' per-record *channel* watermark needs the per-(channel, bucket)
-table itself, and joins it on the executors when it is large (see
-:mod:`floodmark.spark.lookup`).
+``assign_watermarks``' per-record *channel* watermark needs more: the per-(channel,
+bucket) table, joined on the executors when it is large (see
+:mod:`floodmark.spark.lookup`), or on the records path a per-channel pass
+(:mod:`floodmark.spark.channel_pass`).
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ class Timeline:
         record_driven: the generator emits on records (punctuated, user generators,
             :mod:`floodmark.spark.per_channel`): the combined watermark changes at
             records' arrivals, not on the grid, so no per-bucket lookup applies.
-        records: for such a generator, when the channel watermarks were asked for: the
-            placeable records with their ``channel_watermark`` (ticks), cached.
+        records: when the channel watermarks were asked for and no per-(channel,
+            bucket) table was made (a generator emitting on records, or the records
+            path): the placeable records with their ``channel_watermark`` (ticks).
     """
 
     plan: WatermarkPlan
@@ -410,9 +412,18 @@ def compute_timelines(
     # A generator that emits at every grid time (processing-time lag) has channel
     # streams of channels x grid rows: those are left out.
     keep = emissions and all(s.kind != "processing_time_lag" for s in chosen)
-    if not channel_watermarks and not reduces(df, plan):
+    # The records path; a record's channel watermark under source_parallelism is its
+    # subtask's, which only the per-(channel, bucket) table gives.
+    subtasks = channel_watermarks and plan.source_parallelism is not None
+    if not subtasks and not reduces(df, plan):
         records = placeable(df, plan, "max_ts")
-        return on_executors(records, plan, chosen, False, keep, probe, records=True, stats=stats)
+        found = on_executors(records, plan, chosen, False, keep, probe, records=True, stats=stats)
+        tl = found[0]
+        if channel_watermarks and tl.first_bucket is not None:
+            from floodmark.spark.channel_pass import with_channel_watermarks
+
+            tl.records = with_channel_watermarks(df, plan, tl.channels, tl.first_bucket)
+        return found
     agg = bucket_aggregate(df, plan, stats)
     agg.persist(StorageLevel.MEMORY_AND_DISK)
     try:

@@ -144,6 +144,12 @@ impl PyTimelineBuilder {
         Ok(())
     }
 
+    /// Starts the grid at `bucket` before any row.
+    fn start_at(&mut self, bucket: i64) -> PyResult<()> {
+        self.inner.start_at(bucket)?;
+        Ok(())
+    }
+
     /// Runs the grid up to `bucket` (every bucket up to it is complete).
     fn advance_to(&mut self, py: Python<'_>, bucket: i64) -> PyResult<()> {
         let builder = &mut self.inner;

@@ -23,6 +23,7 @@ from floodmark.replay import replay
 from floodmark.spark import (
     assign_watermarks,
     lookup,
+    timeline,
     watermark_timeline,
     window_aggregate,
     windows,
@@ -51,6 +52,7 @@ STRATEGIES = {
     "monotonous+idle": WatermarkStrategy.for_monotonous_timestamps().with_idleness(
         timedelta(seconds=1)
     ),
+    "lag": WatermarkStrategy.for_processing_time_lag(timedelta(seconds=3)),
 }
 
 
@@ -113,8 +115,25 @@ def test_assign_watermarks_without_any_watermark(spark: Any, table: pa.Table) ->
     assert not any(got["is_late"].to_pylist())
 
 
+def take_records_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeline stage judges the aggregation not to reduce: the builder reads the
+    records and ``assign_watermarks`` runs its per-channel pass."""
+    monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 100)
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+
+
 @pytest.mark.parametrize("name", list(STRATEGIES))
 def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str) -> None:
+    check_assign(spark, table, STRATEGIES[name])
+
+
+@pytest.mark.parametrize("name", ["bounded+idle", "lag"])
+def test_assign_watermarks_on_the_records_path_equals_engine(
+    spark: Any, table: pa.Table, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-channel pass (its tasks' builders started at the input's first bucket:
+    a processing-time lag is emitted at every grid time, records or not)."""
+    take_records_path(monkeypatch)
     check_assign(spark, table, STRATEGIES[name])
 
 
@@ -135,6 +154,52 @@ def test_watermark_timeline_equals_engine(spark: Any, table: pa.Table, name: str
     cols = ["time", "watermark", "status", "min_channel"]
     assert got.select(cols).to_pylist() == want.select(cols).to_pylist()
     assert got.num_rows > 10
+
+
+@pytest.mark.parametrize("arrival", ["arrival", None], ids=["arrival", "row-order"])
+def test_assign_watermarks_on_the_records_path_equals_the_aggregation(
+    spark: Any, table: pa.Table, arrival: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """String channels, rows that cannot be placed (a null channel, arrival or event
+    time: their ``error``), and the row order as the arrival: the per-channel pass gives
+    every row, whole, as the per-(channel, bucket) table does."""
+    channel = pa.array([f"topic-{p}" for p in table["partition"].to_pylist()])
+    t = table.set_column(table.schema.get_field_index("partition"), "partition", channel)
+    t = t.slice(0, 6_000)
+    nulls = {"partition": 5, "arrival": 17, "event_time": 29}
+    for name, every in nulls.items():
+        if name == "arrival" and arrival is None:
+            continue
+        at = t.schema.get_field_index(name)
+        values = t[name].to_pylist()
+        t = t.set_column(
+            at,
+            name,
+            pa.array(
+                [None if i % 97 == every else v for i, v in enumerate(values)],
+                t.schema.field(name).type,
+            ),
+        )
+    if arrival is None:
+        t = t.sort_by("arrival").drop_columns(["arrival"])
+
+    def run() -> Counter[tuple[Any, ...]]:
+        out = assign_watermarks(
+            frame(spark, t),
+            STRATEGIES["bounded+idle"],
+            event_time="event_time",
+            channel="partition",
+            arrival=arrival,
+        )
+        return Counter(map(tuple, (r.asDict().items() for r in out.collect())))
+
+    whole = run()
+    take_records_path(monkeypatch)
+    got = run()
+    assert got == whole
+    errors = Counter(dict(row)["error"] for row in whole.elements())
+    assert errors["null_channel"] > 0 and errors["null_event_time"] > 0
+    assert (errors["null_arrival"] > 0) is (arrival is not None)
 
 
 @pytest.mark.parametrize("layout", ["string", "sparse", "no-gateway", "key-join", "pair-join"])

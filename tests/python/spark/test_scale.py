@@ -78,16 +78,8 @@ def take_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
 
 
-@pytest.fixture(params=["driver", "executors"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    take_path(request.param, monkeypatch)
-    return str(request.param)
-
-
 @pytest.fixture(params=["driver", "executors", "records"])
-def window_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """:func:`path`, and the records path (which the window stage can take: it does
-    not need the per-(channel, bucket) channel watermarks)."""
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     take_path(request.param, monkeypatch)
     return str(request.param)
 
@@ -136,7 +128,7 @@ def counted(table: pa.Table | Any, columns: list[str]) -> Counter[tuple[Any, ...
     ids=["tumbling-native", "session-keyed"],
 )
 def test_a_thousand_channels_windows_equal_the_engine(
-    spark: Any, stream: pa.Table, window_path: str, window: Any
+    spark: Any, stream: pa.Table, path: str, window: Any
 ) -> None:
     out = window_aggregate(
         spark.createDataFrame(stream),
@@ -147,7 +139,7 @@ def test_a_thousand_channels_windows_equal_the_engine(
         channel="partition",
         arrival="arrival",
     )
-    assert (out.timeline.buckets is None) is (window_path != "driver")
+    assert (out.timeline.buckets is None) is (path != "driver")
     want = engine(stream, window)
     columns = ["key", "window_start", "window_end", "count", "watermark", "timing"]
     assert counted(out.results, [*columns, "fired_at"]) == counted(
@@ -159,11 +151,14 @@ def test_a_thousand_channels_windows_equal_the_engine(
     out.unpersist()
 
 
-def test_the_executor_path_in_small_chunks_equals_one_chunk(
-    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("where", ["executors", "records"])
+def test_assign_in_small_chunks_equals_one_chunk(
+    spark: Any, stream: pa.Table, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """The builder task fed 7 rows at a time (Arrow batches of 7) gives the rows of
-    the driver path, which feeds it the whole table at once."""
+    """The builder task (and on the records path each channel's builder in the
+    per-channel pass, its records cut across batches) fed 7 rows at a time (Arrow
+    batches of 7) gives the rows of the driver path, which feeds it the whole table at
+    once."""
 
     def run() -> pa.Table:
         return (
@@ -179,7 +174,7 @@ def test_the_executor_path_in_small_chunks_equals_one_chunk(
         )
 
     whole = run()
-    monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 10)
+    take_path(where, monkeypatch)
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(key)
     spark.conf.set(key, "7")
@@ -281,6 +276,45 @@ def test_the_driver_collects_nothing_that_grows_with_channels_x_buckets(
     out = aggregate(emissions=False)
     assert out.timeline.emissions is None and not emitted
     out.unpersist()
+
+
+def test_assign_on_the_records_path_collects_only_the_sample_and_the_timeline(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``assign_watermarks`` where the aggregation would not reduce: no per-(channel,
+    bucket) table is made, the driver collects the sample, the channel list and the
+    timeline (at most one row per grid bucket), and the records get their channel
+    watermarks on the executors, as from the table."""
+    stream = dense_stream()
+    frame = spark.createDataFrame(stream)
+    cls = type(frame)
+    to_arrow = cls.toArrow
+    collected: list[int] = []
+
+    def counting(self: Any) -> pa.Table:
+        table = to_arrow(self)
+        collected.append(table.num_rows)
+        return table
+
+    def run() -> Any:
+        return assign_watermarks(
+            frame, STRATEGY, event_time="event_time", channel="partition", arrival="arrival"
+        )
+
+    with monkeypatch.context() as m:  # from the per-(channel, bucket) table
+        take_path("driver", m)
+        want = in_order(run().toArrow())
+    monkeypatch.setattr(timeline, "bucket_aggregate", refused)
+    monkeypatch.setattr(cls, "toArrow", counting)
+    out = run()
+    monkeypatch.undo()
+    grid = stream["arrival"].to_numpy().max() // 200 + 1
+    assert collected and max(collected) <= max(grid, timeline.SAMPLE_RECORDS), collected
+    assert in_order(out.toArrow()).equals(want)
+
+
+def in_order(t: pa.Table) -> pa.Table:
+    return t.sort_by([(c, "ascending") for c in t.column_names])
 
 
 def refused(*args: Any, **kwargs: Any) -> Any:

@@ -47,12 +47,17 @@ def rows(t: Any, cols: list[str]) -> Counter[tuple[Any, ...]]:
     return Counter(zip(*[tbl[c].to_pylist() for c in cols], strict=True))
 
 
-@pytest.mark.parametrize("where", ["driver", "executors"])
+@pytest.mark.parametrize("where", ["driver", "executors", "records"])
 def test_assign_and_windows_equal_replay(
     spark: Any, table: pa.Table, where: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On the records path the windows read the records; ``assign_watermarks`` keeps
+    the per-(channel, bucket) table: a record's channel watermark is its subtask's."""
     if where == "executors":
         monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 50)
+    if where == "records":
+        monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 100)
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
     df = spark.createDataFrame(table)
     want = replay(table, STRATEGY, **COLUMNS, **TOPOLOGY)  # type: ignore[arg-type]
     default = replay(table, STRATEGY, **COLUMNS)  # type: ignore[arg-type]

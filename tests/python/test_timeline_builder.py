@@ -1,0 +1,45 @@
+"""``TimelineBuilder.start_at``: a builder over some of an input's channels, started at
+the input's first bucket, gives them the channel watermarks of the whole input's
+builder (what ``assign_watermarks``' per-channel pass relies on); misuse is refused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from floodmark import WatermarkStrategy
+from floodmark.exceptions import IllegalStateError, InvalidInputError
+from floodmark.timeline import TimelineBuilder
+
+LAG = WatermarkStrategy.for_processing_time_lag(timedelta(milliseconds=50))
+
+
+def test_a_channel_alone_started_at_the_first_bucket_has_its_watermarks_in_the_whole() -> None:
+    # Channel 0 from 100 ms, channel 1 from 1,000 ms: a processing-time lag is
+    # emitted at every grid time, records or not, so channel 1's first record finds
+    # the emission of the grid time before it, in the whole input's builder.
+    channel, arrival, ts = [0, 0, 1, 0, 1], [100, 700, 1_000, 1_300, 1_500], [1, 2, 3, 4, 5]
+    whole = TimelineBuilder(LAG, 2, emit_interval=200)
+    want = whole.push(channel, arrival, ts).channel_watermark.to_pylist()
+    assert want[2] == 800 - 50
+
+    alone = TimelineBuilder(LAG, 2, emit_interval=200)
+    alone.start_at(alone.bucket_of(100))
+    got = alone.push([1, 1], [1_000, 1_500], [3, 5]).channel_watermark.to_pylist()
+    assert got == [want[2], want[4]]
+    # Started at its own first record instead, the channel has no watermark there.
+    late = TimelineBuilder(LAG, 2, emit_interval=200)
+    assert late.push([1], [1_000], [3]).channel_watermark.to_pylist() == [-(2**63)]
+
+
+def test_start_at_is_refused_once_started_or_without_a_grid() -> None:
+    b = TimelineBuilder(LAG, 1, emit_interval=200)
+    b.push([0], [100], [1])
+    with pytest.raises(IllegalStateError, match="already started"):
+        b.start_at(0)
+    with pytest.raises(IllegalStateError, match="no grid"):
+        TimelineBuilder.for_emissions(1).start_at(0)
+    with pytest.raises(InvalidInputError) as err:
+        TimelineBuilder(LAG, 1, emit_interval=200).start_at(2**62)
+    assert err.value.column == "arrival"
