@@ -139,6 +139,10 @@ def subtasks_of(
 #: The strategies whose watermarks depend only on the largest event time so far and
 #: the emission grid: a per-``(channel, bucket)`` summary drives them exactly.
 PERIODIC_KINDS = ("bounded_out_of_orderness", "processing_time_lag", "no_watermarks")
+#: The periodic strategies that emit at every grid time, records or not: each channel
+#: is called at every grid time (channels x grid calls, bounded per push by the core's
+#: ``MAX_EVERY_GRID_CALLS``), and its output stream has a row at each.
+EVERY_GRID_KINDS = ("processing_time_lag",)
 
 
 def strategy_in_ticks(
@@ -425,6 +429,7 @@ def _count(num_channels: object) -> int:
 __all__ = [
     "EMISSION_KINDS",
     "END_OF_INPUT",
+    "EVERY_GRID_KINDS",
     "PERIODIC_KINDS",
     "InForce",
     "TimelineBuilder",

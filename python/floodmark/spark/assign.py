@@ -57,14 +57,13 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
 
     plan = timeline.plan
     names = ["channel", "bucket", _CWM, _WM]
-    if timeline.record_driven or timeline.records is not None:
-        return read_by_arrival(df, timeline)
     if timeline.buckets is not None:
         table = timeline.buckets.select(["channel", "bucket", "channel_watermark", "watermark"])
         joined = join_buckets(df, plan, table.rename_columns(names))
-    else:
-        assert timeline.bucket_frame is not None
+    elif timeline.bucket_frame is not None:
         joined = join_bucket_frame(df, plan, timeline.bucket_frame.toDF(*names))
+    else:  # no table made
+        return read_by_arrival(df, timeline)
     reason = error_reason(plan)
     wm = F.col(_WM)
     is_late = F.when(reason.isNull(), behind_watermark(plan.event_time.ticks(), wm))

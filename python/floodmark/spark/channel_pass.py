@@ -17,10 +17,8 @@ it), so the two agree by construction and no rule is restated. Its combined wate
 is not used: the records read the timeline's by bucket afterwards
 (:mod:`floodmark.spark.lookup`).
 
-Memory per task: one builder, bounded by the channels, whatever the rows. Not for
-``source_parallelism``: there a record's channel watermark is its source subtask's
-(Flink's multiplexer over the subtask's partitions), which the per-(channel, bucket)
-table gives.
+Memory per task: one builder, bounded by the channels, whatever the rows. Where it does
+not apply (:func:`takes`), ``assign_watermarks`` keeps the per-(channel, bucket) table.
 """
 
 from __future__ import annotations
@@ -34,12 +32,23 @@ import pyarrow.compute as pc
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.plan import WatermarkPlan, valid_rows
-from floodmark.timeline import TimelineBuilder
+from floodmark.timeline import EVERY_GRID_KINDS, TimelineBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _CH, _ARR, _TS = "__fm_cp_channel", "__fm_cp_arrival", "__fm_cp_ts"
+
+
+def takes(plan: WatermarkPlan) -> bool:
+    """Whether this pass gives ``plan``'s records their channel watermarks. Not with
+    ``source_parallelism``: there a record's channel watermark is its source subtask's
+    (Flink's multiplexer over the subtask's partitions). Not for a generator that emits
+    at every grid time (processing-time lag): each task's builder would call every
+    channel at every grid time (the timeline stage's work once per task), and the
+    core's bound on such calls per push would count every channel over the span a
+    task's batch covers, where the timeline stage's batches cover a fraction of it."""
+    return plan.source_parallelism is None and plan.strategy.kind not in EVERY_GRID_KINDS
 
 
 def channel_runner(plan: WatermarkPlan, channels: pa.Array, first_bucket: int) -> Any:
@@ -98,4 +107,4 @@ def with_channel_watermarks(
     return out.toDF(*df.columns, "channel_watermark")
 
 
-__all__ = ["with_channel_watermarks"]
+__all__ = ["takes", "with_channel_watermarks"]

@@ -94,6 +94,17 @@ def require_floodmark(spark: SparkSession) -> None:
         _checked.add(key)
 
 
+def floodmark_on_executors(spark: SparkSession) -> bool:
+    """Whether :func:`require_floodmark` passes: for a choice made for speed alone
+    (the records path), which must not make a call fail that a path running only
+    Spark SQL would complete."""
+    try:
+        require_floodmark(spark)
+    except ExecutorEnvironmentError:
+        return False
+    return True
+
+
 def check(context: Any, python: str) -> None:
     """Runs the probe on ``context`` and raises if an executor lacks floodmark."""
     from floodmark import __version__

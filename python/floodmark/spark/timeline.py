@@ -45,12 +45,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidInputError
+from floodmark.spark import channel_pass
 from floodmark.spark.columns import quote
-from floodmark.spark.executors import require_floodmark
+from floodmark.spark.executors import floodmark_on_executors, require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
-from floodmark.timeline import PERIODIC_KINDS, TimelineBuilder, channel_index, subtasks_of
+from floodmark.timeline import (
+    EVERY_GRID_KINDS,
+    PERIODIC_KINDS,
+    TimelineBuilder,
+    channel_index,
+    subtasks_of,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -411,18 +418,21 @@ def compute_timelines(
     stats = stats or probe is not None
     # A generator that emits at every grid time (processing-time lag) has channel
     # streams of channels x grid rows: those are left out.
-    keep = emissions and all(s.kind != "processing_time_lag" for s in chosen)
-    # The records path; a record's channel watermark under source_parallelism is its
-    # subtask's, which only the per-(channel, bucket) table gives.
-    subtasks = channel_watermarks and plan.source_parallelism is not None
-    if not subtasks and not reduces(df, plan):
+    keep = emissions and all(s.kind not in EVERY_GRID_KINDS for s in chosen)
+    # The records path is a choice for speed: executors without floodmark (which its
+    # tasks need) take the aggregation, which stays Spark SQL while its table is small.
+    if (
+        (not channel_watermarks or channel_pass.takes(plan))
+        and not reduces(df, plan)
+        and floodmark_on_executors(df.sparkSession)
+    ):
         records = placeable(df, plan, "max_ts")
         found = on_executors(records, plan, chosen, False, keep, probe, records=True, stats=stats)
         tl = found[0]
         if channel_watermarks and tl.first_bucket is not None:
-            from floodmark.spark.channel_pass import with_channel_watermarks
-
-            tl.records = with_channel_watermarks(df, plan, tl.channels, tl.first_bucket)
+            tl.records = channel_pass.with_channel_watermarks(
+                df, plan, tl.channels, tl.first_bucket
+            )
         return found
     agg = bucket_aggregate(df, plan, stats)
     agg.persist(StorageLevel.MEMORY_AND_DISK)

@@ -29,11 +29,13 @@ from floodmark.exceptions import ExecutorEnvironmentError
 from floodmark.spark import (
     analyze_bounds,
     assign_watermarks,
+    timeline,
     watermark_timeline,
     window_aggregate,
     windows,
 )
-from floodmark.spark.executors import DOCS, check, require_floodmark
+from floodmark.spark.executors import DOCS, check, floodmark_on_executors, require_floodmark
+from floodmark.spark.plan import make_plan
 
 COLS = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
 STRATEGY = STRATEGIES["bounded+idle"]
@@ -217,7 +219,20 @@ def test_executors_without_floodmark_fail_with_what_to_install(
         assert message.endswith(f"see {DOCS}")
         assert err.value.python == python
     assert settled_job_statuses(sc) == {"SUCCEEDED"}
-    check_assign(bare_spark, generate(SPEC), STRATEGY)
+    # The input is sparse enough for the records path (its tasks need floodmark): the
+    # choice, made for speed, falls back to the aggregation, Spark SQL here.
+    stream = generate(SPEC)
+    frame, plan = make_plan(
+        bare_spark.createDataFrame(stream),
+        STRATEGY,
+        **COLS,
+        emit_interval=timedelta(milliseconds=200),
+        event_time_unit=None,
+        arrival_unit=None,
+    )
+    assert not timeline.reduces(frame, plan)
+    assert not floodmark_on_executors(bare_spark)
+    check_assign(bare_spark, stream, STRATEGY)
 
 
 def test_executors_whose_python_does_not_start(

@@ -115,11 +115,21 @@ def test_assign_watermarks_without_any_watermark(spark: Any, table: pa.Table) ->
     assert not any(got["is_late"].to_pylist())
 
 
-def take_records_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def take_records_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The timeline stage judges the aggregation not to reduce: the builder reads the
-    records and ``assign_watermarks`` runs its per-channel pass."""
+    records and ``assign_watermarks`` runs its per-channel pass where it applies. The
+    list returned grows each time the per-(channel, bucket) table is made anyway."""
     monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 100)
     monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+    made: list[int] = []
+    aggregate = timeline.bucket_aggregate
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return aggregate(*args, **kwargs)
+
+    monkeypatch.setattr(timeline, "bucket_aggregate", counted)
+    return made
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
@@ -131,10 +141,12 @@ def test_assign_watermarks_equals_engine(spark: Any, table: pa.Table, name: str)
 def test_assign_watermarks_on_the_records_path_equals_engine(
     spark: Any, table: pa.Table, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The per-channel pass (its tasks' builders started at the input's first bucket:
-    a processing-time lag is emitted at every grid time, records or not)."""
-    take_records_path(monkeypatch)
+    """The per-channel pass; a processing-time lag (emitted at every grid time, each
+    task's builder would call every channel at each) keeps the per-(channel, bucket)
+    table."""
+    made = take_records_path(monkeypatch)
     check_assign(spark, table, STRATEGIES[name])
+    assert bool(made) is (name == "lag")
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
@@ -156,13 +168,14 @@ def test_watermark_timeline_equals_engine(spark: Any, table: pa.Table, name: str
     assert got.num_rows > 10
 
 
-@pytest.mark.parametrize("arrival", ["arrival", None], ids=["arrival", "row-order"])
+@pytest.mark.parametrize("layout", ["arrival", "row-order", "timestamps"])
 def test_assign_watermarks_on_the_records_path_equals_the_aggregation(
-    spark: Any, table: pa.Table, arrival: str | None, monkeypatch: pytest.MonkeyPatch
+    spark: Any, table: pa.Table, layout: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """String channels, rows that cannot be placed (a null channel, arrival or event
-    time: their ``error``), and the row order as the arrival: the per-channel pass gives
-    every row, whole, as the per-(channel, bucket) table does."""
+    time: their ``error``), the row order as the arrival, timestamp columns: the
+    per-channel pass gives every row, whole, as the per-(channel, bucket) table does."""
+    arrival = None if layout == "row-order" else "arrival"
     channel = pa.array([f"topic-{p}" for p in table["partition"].to_pylist()])
     t = table.set_column(table.schema.get_field_index("partition"), "partition", channel)
     t = t.slice(0, 6_000)
@@ -182,6 +195,10 @@ def test_assign_watermarks_on_the_records_path_equals_the_aggregation(
         )
     if arrival is None:
         t = t.sort_by("arrival").drop_columns(["arrival"])
+    if layout == "timestamps":
+        for name in ("event_time", "arrival"):
+            at = t.schema.get_field_index(name)
+            t = t.set_column(at, name, t[name].cast(pa.timestamp("ms", tz="UTC")))
 
     def run() -> Counter[tuple[Any, ...]]:
         out = assign_watermarks(
@@ -194,9 +211,9 @@ def test_assign_watermarks_on_the_records_path_equals_the_aggregation(
         return Counter(map(tuple, (r.asDict().items() for r in out.collect())))
 
     whole = run()
-    take_records_path(monkeypatch)
+    made = take_records_path(monkeypatch)
     got = run()
-    assert got == whole
+    assert got == whole and not made
     errors = Counter(dict(row)["error"] for row in whole.elements())
     assert errors["null_channel"] > 0 and errors["null_event_time"] > 0
     assert (errors["null_arrival"] > 0) is (arrival is not None)

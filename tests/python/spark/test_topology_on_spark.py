@@ -89,6 +89,35 @@ def test_assign_and_windows_equal_replay(
     out.unpersist()
 
 
+def test_assign_ending_per_channel_on_the_records_path_equals_replay(
+    spark: Any, table: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``end_of_input="per_channel"`` alone: ``assign_watermarks`` runs the per-channel
+    pass (no per-(channel, bucket) table), whose builders know no channel ends (a
+    channel's end comes after its last record, so no record's watermark in force
+    depends on it)."""
+    monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 100)
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+    monkeypatch.setattr(timeline, "bucket_aggregate", refused)
+    ends = {"end_of_input": "per_channel"}
+    got = (
+        assign_watermarks(spark.createDataFrame(table), STRATEGY, **COLUMNS, **ends)  # type: ignore[arg-type]
+        .select("id", "channel_watermark", "watermark", "is_late")
+        .toArrow()
+        .sort_by("id")
+    )
+    want = replay(table, STRATEGY, **COLUMNS, **ends).records.sort_by("id")  # type: ignore[arg-type]
+    mn = -(2**63)
+    for column in ("channel_watermark", "watermark"):
+        values = [mn if v is None else v for v in got[column].to_pylist()]
+        assert values == want[column].to_pylist(), column
+    assert got["is_late"].to_pylist() == want["is_late"].to_pylist()
+
+
+def refused(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the records path aggregates nothing")
+
+
 def test_refused_before_any_job(spark: Any, table: pa.Table) -> None:
     df = spark.createDataFrame(
         table.set_column(
