@@ -20,3 +20,25 @@ def outputs(out: Any) -> dict[str, Counter[tuple[Any, ...]]]:
         got[kind] = Counter(zip(*[t[c].to_pylist() for c in t.column_names], strict=True))
     out.unpersist()
     return got
+
+
+def judged_to_reduce(df: Any, strategy: Any) -> bool:
+    """:func:`floodmark.spark.timeline.reduces` for ``df`` with the ``partition``,
+    ``arrival`` and ``event_time`` columns: whether the timeline stage would aggregate
+    (else it takes the records path)."""
+    from datetime import timedelta
+
+    from floodmark.spark import timeline
+    from floodmark.spark.plan import make_plan
+
+    frame, plan = make_plan(
+        df,
+        strategy,
+        event_time="event_time",
+        channel="partition",
+        arrival="arrival",
+        emit_interval=timedelta(milliseconds=200),
+        event_time_unit=None,
+        arrival_unit=None,
+    )
+    return timeline.reduces(frame, plan)

@@ -1,6 +1,7 @@
 """``TimelineBuilder.start_at``: a builder over some of an input's channels, started at
 the input's first bucket, gives them the channel watermarks of the whole input's
-builder (what ``assign_watermarks``' per-channel pass relies on); misuse is refused."""
+builder (what ``assign_watermarks``' per-channel pass relies on); misuse is refused.
+The Python name of the generators called at every grid time agrees with the core."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from datetime import timedelta
 import pytest
 
 from floodmark import WatermarkStrategy
-from floodmark.exceptions import IllegalStateError, InvalidInputError
-from floodmark.timeline import TimelineBuilder
+from floodmark.exceptions import IllegalStateError, InvalidInputError, InvalidParameterError
+from floodmark.timeline import EVERY_GRID_KINDS, PERIODIC_KINDS, TimelineBuilder
 
 LAG = WatermarkStrategy.for_processing_time_lag(timedelta(milliseconds=50))
 
@@ -43,3 +44,25 @@ def test_start_at_is_refused_once_started_or_without_a_grid() -> None:
     with pytest.raises(InvalidInputError) as err:
         TimelineBuilder(LAG, 1, emit_interval=200).start_at(2**62)
     assert err.value.column == "arrival"
+
+
+@pytest.mark.parametrize("kind", PERIODIC_KINDS)
+def test_every_grid_kinds_are_the_generators_the_core_calls_at_every_grid_time(
+    kind: str,
+) -> None:
+    """``EVERY_GRID_KINDS`` (Python) names exactly the generators whose grid calls the
+    core bounds (channels x grid points): 2,000 channels over 2^18 grid times are
+    refused for those only."""
+    strategy = {
+        "bounded_out_of_orderness": WatermarkStrategy.for_bounded_out_of_orderness(5),
+        "processing_time_lag": LAG,
+        "no_watermarks": WatermarkStrategy.no_watermarks(),
+    }[kind]
+    b = TimelineBuilder(strategy, 2_000, emit_interval=1)
+    b.push([0], [1], [1])
+    if kind in EVERY_GRID_KINDS:
+        with pytest.raises(InvalidParameterError) as err:
+            b.push([1], [2**18], [2])
+        assert err.value.parameter == "emit_interval"
+    else:
+        b.push([1], [2**18], [2])

@@ -20,22 +20,21 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from spark_cluster import listening
-from spark_helpers import jobs
+from spark_helpers import jobs, judged_to_reduce
 from test_equality import SPEC, STRATEGIES, WINDOWS, check_assign
 
 from floodmark import TumblingEventTimeWindows
 from floodmark.datagen import generate
 from floodmark.exceptions import ExecutorEnvironmentError
+from floodmark.replay import replay
 from floodmark.spark import (
     analyze_bounds,
     assign_watermarks,
-    timeline,
     watermark_timeline,
     window_aggregate,
     windows,
 )
 from floodmark.spark.executors import DOCS, check, floodmark_on_executors, require_floodmark
-from floodmark.spark.plan import make_plan
 
 COLS = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
 STRATEGY = STRATEGIES["bounded+idle"]
@@ -221,18 +220,19 @@ def test_executors_without_floodmark_fail_with_what_to_install(
     assert settled_job_statuses(sc) == {"SUCCEEDED"}
     # The input is sparse enough for the records path (its tasks need floodmark): the
     # choice, made for speed, falls back to the aggregation, Spark SQL here.
+    # So do the native window path and the timeline (the records path came with no
+    # such fallback: they failed here).
     stream = generate(SPEC)
-    frame, plan = make_plan(
-        bare_spark.createDataFrame(stream),
-        STRATEGY,
-        **COLS,
-        emit_interval=timedelta(milliseconds=200),
-        event_time_unit=None,
-        arrival_unit=None,
-    )
-    assert not timeline.reduces(frame, plan)
+    sparse = bare_spark.createDataFrame(stream)
+    assert not judged_to_reduce(sparse, STRATEGY)
     assert not floodmark_on_executors(bare_spark)
     check_assign(bare_spark, stream, STRATEGY)
+    window = TumblingEventTimeWindows.of(timedelta(seconds=10))
+    out = window_aggregate(sparse, STRATEGY, window, key="key", aggs=["count"], **COLS)
+    want = replay(stream, STRATEGY, window=window, key="key", **COLS)  # type: ignore[arg-type]
+    assert sum(out.results.toArrow()["count"].to_pylist()) == sum(want.results["count"].to_pylist())
+    assert watermark_timeline(sparse, STRATEGY, **COLS).count() == want.timeline.num_rows
+    assert settled_job_statuses(sc) == {"SUCCEEDED"}
 
 
 def test_executors_whose_python_does_not_start(

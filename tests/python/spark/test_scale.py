@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from spark_helpers import judged_to_reduce
 
 from floodmark import (
     EventTimeSessionWindows,
@@ -361,20 +362,9 @@ def test_the_records_path_is_taken_where_the_aggregation_would_not_reduce(spark:
     """:func:`timeline.reduces` judges from the input's first records: one record per
     ``(channel, bucket)`` (:func:`dense_stream`) takes the records path, ten per
     bucket, or an input smaller than the sample, the aggregation."""
-    from floodmark.spark.plan import make_plan
 
     def reduces(table: pa.Table) -> bool:
-        df, plan = make_plan(
-            spark.createDataFrame(table),
-            STRATEGY,
-            event_time="event_time",
-            channel="partition",
-            arrival="arrival",
-            emit_interval=timedelta(milliseconds=200),
-            event_time_unit=None,
-            arrival_unit=None,
-        )
-        return timeline.reduces(df, plan)
+        return judged_to_reduce(spark.createDataFrame(table), STRATEGY)
 
     sparse = dense_stream(channels=50, seconds=100)
     assert sparse.num_rows > timeline.SAMPLE_RECORDS
