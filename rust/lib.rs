@@ -14,6 +14,7 @@
 //! `python` feature.
 
 pub mod error;
+mod radix_heap;
 pub mod snapshot;
 pub mod time;
 pub mod watermark;

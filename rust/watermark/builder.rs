@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::snapshot::{Reader, Writer};
 
 use super::channel::Channel;
-use super::heap::IndexedMinHeap;
+use super::due::DueCalls;
 use super::kinds;
 use super::multiplexer::Multiplexer;
 use super::output::ChannelOutput;
@@ -244,10 +244,10 @@ pub struct TimelineBuilder {
     interval: i64,
     source: Source,
     combiner: Combiner,
-    /// Each channel with a due call, keyed by its grid index (exactly `due`): at most
-    /// one entry per channel, so the heap stays as small as the channels however many
-    /// records move a call earlier.
-    queue: IndexedMinHeap,
+    /// The channels' due calls by grid index (candidates; `due` is the truth).
+    queue: DueCalls,
+    /// The channels of the round being run (scratch).
+    round: Vec<u32>,
     /// The last grid index run (None until the grid starts).
     ran_through: Option<i64>,
     /// The largest bucket (periodic) or time (emissions) pushed so far.
@@ -316,15 +316,16 @@ impl TimelineBuilder {
     }
 
     fn with_source(interval: i64, source: Source, combiner: Combiner) -> Self {
-        let channels = match &source {
-            Source::Periodic { due, .. } => due.len(),
-            Source::Emissions { .. } => 0,
+        let queue = match &source {
+            Source::Periodic { due, .. } => DueCalls::from_due(due),
+            Source::Emissions { .. } => DueCalls::default(),
         };
         Self {
             interval,
             source,
             combiner,
-            queue: IndexedMinHeap::new(channels),
+            queue,
+            round: Vec::new(),
             ran_through: None,
             last: None,
             keep_emissions: false,
@@ -582,12 +583,7 @@ impl TimelineBuilder {
 
     fn rebuild_queue(&mut self) {
         if let Source::Periodic { due, .. } = &self.source {
-            self.queue = IndexedMinHeap::new(due.len());
-            for (c, d) in due.iter().enumerate() {
-                if let Some(k) = d {
-                    self.queue.upsert(c, *k);
-                }
-            }
+            self.queue = DueCalls::from_due(due);
         }
     }
 
@@ -615,7 +611,7 @@ impl TimelineBuilder {
             ch.generator.absorb(std::slice::from_ref(&r.max_ts));
             if due[r.channel].map_or(true, |d| r.bucket < d) {
                 due[r.channel] = Some(r.bucket);
-                self.queue.upsert(r.channel, r.bucket);
+                self.queue.schedule(r.channel, r.bucket, due);
             }
             let channel = match &self.subtasks {
                 Some(sub) => sub.partial(r.channel).0,
@@ -798,45 +794,51 @@ impl TimelineBuilder {
         if last <= done {
             return Ok(());
         }
-        let mut round = None;
-        while let Some((c, k)) = self.queue.peek() {
-            if k > last {
-                break;
-            }
-            if let Some(r) = round.filter(|&r| r != k) {
-                self.flush_subtasks(r)?;
-            }
-            round = Some(k);
-            let called = self.call(k, c);
-            // The call set the channel's next due call (or none): its one entry follows,
-            // failed call or not, so the queue always holds exactly `due`.
-            if let Source::Periodic { due, .. } = &self.source {
-                match due[c] {
-                    Some(next) => self.queue.upsert(c, next),
-                    None => {
-                        self.queue.remove(c);
-                    }
-                }
-            }
-            called?;
+        let mut round = std::mem::take(&mut self.round);
+        let ran = self.run_rounds(last, &mut round);
+        self.round = round;
+        if ran.is_err() {
+            // A round cut short took its calls out of the queue: `due` still has them.
+            self.rebuild_queue();
         }
-        if let Some(r) = round {
-            self.flush_subtasks(r)?;
-        }
+        ran?;
         // Every call up to `last` is made: the last round is complete.
         self.combiner.end_round(&mut self.timeline);
         self.ran_through = Some(last);
         Ok(())
     }
 
-    /// The periodic call of channel `c` at grid index `k` (its due call: the queue
-    /// holds exactly `due`); sets the channel's next due call.
+    /// Every round of due calls at grid indexes up to `last`, each in channel order,
+    /// each call's next one scheduled.
+    fn run_rounds(&mut self, last: i64, round: &mut Vec<u32>) -> Result<()> {
+        loop {
+            let Source::Periodic { due, .. } = &self.source else {
+                return Ok(());
+            };
+            let Some(k) = self.queue.next_round(last, due, round) else {
+                return Ok(());
+            };
+            for &c in round.iter() {
+                let c = c as usize;
+                self.call(k, c)?;
+                if let Source::Periodic { due, .. } = &self.source {
+                    if let Some(next) = due[c] {
+                        self.queue.schedule(c, next, due);
+                    }
+                }
+            }
+            self.flush_subtasks(k)?;
+        }
+    }
+
+    /// The periodic call of channel `c` at grid index `k` (its due call); sets the
+    /// channel's next due call.
     #[inline]
     fn call(&mut self, k: i64, c: usize) -> Result<()> {
         let Source::Periodic { channels, due, .. } = &mut self.source else {
             return Ok(());
         };
-        debug_assert_eq!(due[c], Some(k), "the queue holds exactly the due calls");
+        debug_assert_eq!(due[c], Some(k), "a round holds only due calls");
         let t = k * self.interval; // in range: checked when the bucket came in
         let Channel {
             generator, output, ..

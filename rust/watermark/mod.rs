@@ -15,12 +15,14 @@
 //!   whole per-channel streams through it.
 //! - [`builder`]: [`TimelineBuilder`], the combined timeline of many channels built
 //!   incrementally from per-(channel, bucket) summaries, in bounded memory.
+//! - [`due`]: [`due::DueCalls`], the builder's queue of the channels' periodic calls.
 //! - [`multiplexer`]: [`Multiplexer`], Flink's `WatermarkOutputMultiplexer`.
 //! - [`topology`]: which source subtask reads which channel (Flink's Kafka source).
 
 pub mod builder;
 pub mod channel;
 pub mod driver;
+pub mod due;
 pub mod generator;
 pub mod heap;
 pub mod idleness;

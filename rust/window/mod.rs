@@ -10,7 +10,6 @@ mod lookahead;
 pub mod operator;
 pub mod output;
 pub mod persist;
-mod radix_heap;
 mod store;
 mod timers;
 

@@ -14,8 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::radix_heap::RadixHeap;
-
+use crate::radix_heap::RadixHeap;
 use crate::time::Ticks;
 
 /// A timer: `(key id, window start, window end)`, its time kept apart.
@@ -26,7 +25,7 @@ pub(crate) enum Timers {
     /// One unsorted list per distinct time.
     Buckets(BTreeMap<Ticks, Vec<Entry>>),
     /// One min-heap of `(time, key, start, end)`.
-    Heap(RadixHeap),
+    Heap(RadixHeap<Entry>),
 }
 
 impl Timers {

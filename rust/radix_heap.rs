@@ -1,15 +1,15 @@
-//! A radix heap of session timers: a min-priority queue for keys that never go
-//! below the last key popped, which is how event-time timers behave (a timer is
-//! only registered above the watermark, and only timers up to the watermark are
-//! popped). A push is O(1); each entry moves to a lower bucket at most 64 times.
+//! A radix heap: a min-priority queue of entries at times that never go below the
+//! last time popped. Event-time timers behave so (a timer is only registered above
+//! the watermark, and only timers up to the watermark are popped: the session
+//! windows' timers), and so do the periodic calls of the timeline builder (a call is
+//! only scheduled after the grid time last run). A push is O(1); each entry moves to
+//! a lower bucket at most 64 times.
 //!
 //! Entries whose key differs from the last popped key in its highest bit `b` sit
 //! in bucket `b + 1`; bucket 0 holds entries equal to it. Popping empties the first
 //! non-empty bucket into the lower ones, keyed on its smallest entry.
 
 use crate::time::Ticks;
-
-use super::timers::Entry;
 
 /// Number of buckets: one per bit position, plus one for "equal".
 const BUCKETS: usize = 65;
@@ -20,45 +20,54 @@ fn key(ts: Ticks) -> u64 {
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct RadixHeap {
+pub(crate) struct RadixHeap<E> {
     /// The key last popped (all keys are at least this).
     last: u64,
-    buckets: Vec<Vec<(u64, Entry)>>,
+    buckets: Vec<Vec<(u64, E)>>,
     /// The smallest key in each bucket (`u64::MAX` when empty).
     mins: Vec<u64>,
+    /// The number of entries held.
+    len: usize,
 }
 
-impl Default for RadixHeap {
+impl<E: Clone> Default for RadixHeap<E> {
     fn default() -> Self {
         Self {
             last: 0,
             buckets: vec![Vec::new(); BUCKETS],
             mins: vec![u64::MAX; BUCKETS],
+            len: 0,
         }
     }
 }
 
-impl RadixHeap {
+impl<E: Copy + Ord> RadixHeap<E> {
+    /// The number of entries held (duplicates counted).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     fn bucket(&self, k: u64) -> usize {
         (64 - (k ^ self.last).leading_zeros()) as usize
     }
 
-    fn put(&mut self, k: u64, e: Entry) {
+    fn put(&mut self, k: u64, e: E) {
         let b = self.bucket(k);
         self.buckets[b].push((k, e));
         self.mins[b] = self.mins[b].min(k);
     }
 
     /// Adds entry `e` at time `ts`, which must not be below the last time popped.
-    pub(crate) fn push(&mut self, ts: Ticks, e: Entry) {
+    pub(crate) fn push(&mut self, ts: Ticks, e: E) {
         let k = key(ts);
         debug_assert!(k >= self.last, "radix heap key below the last popped");
         self.put(k.max(self.last), e);
+        self.len += 1;
     }
 
     /// If the smallest time is at most `watermark`, moves every entry at that time
     /// into `out` (cleared first, sorted) and returns the time.
-    pub(crate) fn pop_due(&mut self, watermark: Ticks, out: &mut Vec<Entry>) -> Option<Ticks> {
+    pub(crate) fn pop_due(&mut self, watermark: Ticks, out: &mut Vec<E>) -> Option<Ticks> {
         out.clear();
         let b = self.buckets.iter().position(|b| !b.is_empty())?;
         let min = self.mins[b];
@@ -78,6 +87,7 @@ impl RadixHeap {
         }
         out.extend(self.buckets[0].drain(..).map(|(_, e)| e));
         self.mins[0] = u64::MAX;
+        self.len -= out.len();
         out.sort_unstable();
         Some((self.last ^ (1 << 63)) as Ticks)
     }
@@ -86,6 +96,8 @@ impl RadixHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Entry = (u32, Ticks, Ticks);
 
     #[test]
     fn pops_in_order_and_groups_equal_times() {
@@ -123,6 +135,7 @@ mod tests {
                 let expect: Vec<Entry> = model.drain(..n).map(|m| m.1).collect();
                 assert_eq!(out, expect);
             }
+            assert_eq!(h.len(), model.len());
         }
         assert!(model.is_empty());
     }
