@@ -231,6 +231,49 @@ proptest! {
     }
 }
 
+/// Long sparse streams: a row every bucket or two, each channel's records far apart
+/// next to the idleness timeout, so that most records move their channel's due call
+/// back from the timeout and leave a stale entry in the builder's queue: more of them
+/// than the queue keeps before it is rebuilt from the due calls.
+fn long_sparse_stream(channels: usize) -> impl Strategy<Value = Vec<(usize, i64, i64)>> {
+    prop::collection::vec((0..channels, 0i64..3, 0i64..60), 300..1200).prop_map(|steps| {
+        let mut bucket = 0;
+        steps
+            .into_iter()
+            .map(|(c, gap, jitter)| {
+                bucket += gap;
+                (c, bucket, bucket * 10 - jitter)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn long_sparse_streams_with_idleness_equal_drive_then_combine(
+        bound in 0i64..40,
+        idle in 100i64..2_000,
+        channels in 2usize..8,
+        data in long_sparse_stream(8),
+    ) {
+        let gen = Generator::new(BaseGenerator::bounded(bound).unwrap())
+            .with_idleness(idle)
+            .unwrap();
+        let data: Vec<_> = data.into_iter().map(|(c, b, t)| (c % channels, b, t)).collect();
+        let (want_tl, want_in) = reference(&gen, &data, channels, 10);
+        let mut b = TimelineBuilder::new(gen, channels, 10).unwrap();
+        let mut got_in = Vec::new();
+        for chunk in bucket_rows(&data).chunks(97) {
+            b.push(chunk, &mut got_in).unwrap();
+        }
+        b.finish().unwrap();
+        prop_assert_eq!(b.take_timeline(), want_tl);
+        prop_assert_eq!(got_in, want_in);
+    }
+}
+
 /// The last bucket of each channel's rows (the grid's first bucket for a channel
 /// without rows): its end for `end_of_input="per_channel"`.
 fn ends_of(data: &[(usize, i64, i64)], channels: usize) -> Vec<i64> {
