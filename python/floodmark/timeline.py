@@ -28,7 +28,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import Duration, to_ticks
+from floodmark.time import Duration, check_int64, to_ticks
 
 
 class InForce(NamedTuple):
@@ -325,16 +325,21 @@ class TimelineBuilder:
         in force are then those of the whole input's builder.
 
         Raises:
+            InvalidParameterError: ``bucket`` is not an ``int64`` (naming it).
             IllegalStateError: rows came already (the grid has started).
             InvalidInputError: the grid time leaves the ``int64`` range.
         """
-        self._inner.start_at(bucket)
+        self._inner.start_at(check_int64(bucket, "bucket"))
 
     def advance_to(self, bucket: int) -> None:
         """Declares every grid bucket up to ``bucket`` complete (no row of it will come)
         and runs the periodic emissions up to grid time ``bucket * emit_interval``: a
-        live query's frontier. Before the first row it does nothing."""
-        self._inner.advance_to(bucket)
+        live query's frontier. Before the first row it does nothing.
+
+        Raises:
+            InvalidParameterError: ``bucket`` is not an ``int64`` (naming it).
+        """
+        self._inner.advance_to(check_int64(bucket, "bucket"))
 
     def finish(self) -> None:
         """Runs the periodic emissions up to the last row's bucket: the end of a bounded
@@ -363,8 +368,12 @@ class TimelineBuilder:
 
     def bucket_of(self, arrival: int) -> int:
         """The grid bucket of an arrival time, ``ceil(arrival / emit_interval)``: its
-        records are first seen by the periodic emission at ``bucket * emit_interval``."""
-        return self._inner.bucket_of(arrival)
+        records are first seen by the periodic emission at ``bucket * emit_interval``.
+
+        Raises:
+            InvalidParameterError: ``arrival`` is not an ``int64`` (naming it).
+        """
+        return self._inner.bucket_of(check_int64(arrival, "arrival"))
 
     def snapshot(self) -> bytes:
         """The builder's state (not the outputs not yet taken)."""

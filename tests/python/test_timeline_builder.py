@@ -46,6 +46,20 @@ def test_start_at_is_refused_once_started_or_without_a_grid() -> None:
     assert err.value.column == "arrival"
 
 
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, "7", 1.5, True, None])
+@pytest.mark.parametrize(
+    ("method", "name"), [("start_at", "bucket"), ("advance_to", "bucket"), ("bucket_of", "arrival")]
+)
+def test_grid_arguments_that_are_not_int64s_are_refused_naming_them(
+    method: str, name: str, value: object
+) -> None:
+    b = TimelineBuilder(LAG, 1, emit_interval=200)
+    with pytest.raises(InvalidParameterError) as err:
+        getattr(b, method)(value)
+    assert err.value.parameter == name
+    assert b.ran_through is None  # nothing changed
+
+
 @pytest.mark.parametrize("kind", PERIODIC_KINDS)
 def test_every_grid_kinds_are_the_generators_the_core_calls_at_every_grid_time(
     kind: str,
