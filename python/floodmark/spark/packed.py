@@ -84,6 +84,13 @@ def unpack_local(table: pa.Table) -> Iterator[tuple[str, pa.RecordBatch]]:
             yield _NAMES[code], batch
 
 
+def collected(cached: DataFrame, kind: str, schema: pa.Schema) -> pa.Table:
+    """The rows of ``kind`` stored in ``cached``, collected to the driver (the caller
+    knows they are few)."""
+    found = unpack_local(cached.where(only(kind)).toArrow())
+    return pa.Table.from_batches([b for k, b in found if k == kind], schema=schema)
+
+
 def only(kind: str) -> Column:
     """The packed rows of ``kind``."""
     from pyspark.sql import functions as F
@@ -97,4 +104,13 @@ def unpacked(cached: DataFrame, kind: str, schema: StructType) -> DataFrame:
     return cached.where(only(kind)).select(PAYLOAD).mapInArrow(unpack, schema)
 
 
-__all__ = ["KINDS", "only", "pack", "packed_schema", "unpack", "unpack_local", "unpacked"]
+__all__ = [
+    "KINDS",
+    "collected",
+    "only",
+    "pack",
+    "packed_schema",
+    "unpack",
+    "unpack_local",
+    "unpacked",
+]

@@ -426,6 +426,51 @@ def test_a_key_first_seen_in_a_later_batch_meets_the_watermark_in_force(
     want.unpersist()
 
 
+@pytest.mark.parametrize(
+    ("keys", "kind"),
+    [([5, 5, 6, 5], pa.int64()), (["a", None, "a", None, "b"], pa.string())],
+    ids=["integers", "strings and nulls"],
+)
+def test_identical_late_records_are_each_written_once(
+    spark: Any, tmp_path: Path, keys: list[Any], kind: pa.DataType
+) -> None:
+    """Late records equal in what the keyed operator is sent (key, event time, arrival,
+    partition) are each written once, with every column, as the batch function writes
+    them: the operator's late rows are collected and deduplicated before the join
+    (null keys too: the join is null-safe)."""
+    steady = one_key_stream(range(0, 20_000, 10))
+    steady = (
+        steady.set_column(
+            steady.schema.get_field_index("key"), "key", steady["key"].cast(pa.string())
+        )
+        if kind == pa.string()
+        else steady
+    )
+    late = pa.table(
+        {
+            "id": range(50_000, 50_000 + len(keys)),
+            "partition": [0] * len(keys),
+            "event_time": [1_000] * len(keys),
+            "arrival": [12_000] * len(keys),
+            "key": pa.array(keys, kind),
+            "value": range(len(keys)),
+        }
+    )
+    first = steady.slice(0, 1_000)
+    second = pa.concat_tables([steady.slice(1_000), late]).sort_by("arrival")
+    write_parts([first, second], tmp_path / "in")
+    table = pa.concat_tables([first, second])
+    window, lateness = TumblingEventTimeWindows.of(timedelta(seconds=5)), timedelta(0)
+    handler = windows_handler(tmp_path, window, lateness, ["count", ("mean", "value")])
+    run_query(spark, tmp_path / "in", spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    got = read_output(spark, tmp_path / "out", "late")
+    assert sorted(got["id"].to_pylist()) == list(range(50_000, 50_000 + len(keys)))
+    want = batch_windows(spark, table, window, lateness, ["count", ("mean", "value")])
+    cols = ["id", "partition", "event_time", "arrival", "value", "watermark"]
+    assert rows_of(got, cols) == rows_of(want.late.toArrow(), cols)
+    want.unpersist()
+
+
 def test_the_timeline_and_every_channels_emissions_of_a_live_query(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:
@@ -466,6 +511,54 @@ def test_the_timeline_and_every_channels_emissions_of_a_live_query(
     )
     with pytest.raises(InvalidParameterError, match="`timeline`"):
         windows_handler(tmp_path, window, lateness, AGGS, timeline="yes")
+
+
+def test_a_file_batch_is_read_again_and_others_are_cached(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """A micro-batch of the file source is not cached (each pass reads its files again);
+    one of another source (a Python data source here, Kafka alike) is, and
+    ``cache_batch`` decides when given; the outputs are the same either way."""
+    from floodmark.spark.sources import replay_stream
+    from floodmark.spark.streaming.handler import reads_only_files
+
+    table = stream.slice(0, 2_000)
+    source = write_files(table, tmp_path / "in", 2)
+    schema = spark.createDataFrame(table).schema
+    records: dict[str, pa.Table] = {}
+    for cache in (None, True):
+        folder = tmp_path / f"files-{cache}"
+        handler = watermarks_handler(folder, cache_batch=cache)
+        run_query(spark, source, schema, handler, folder / "ck")
+        assert [p["batch_cached"] for p in handler.progress] == [cache is True] * 2
+        records[str(cache)] = read_output(spark, folder / "out", "records")
+    assert records["None"].num_rows > 1_000
+    assert rows_of(records["None"], records["None"].column_names) == rows_of(
+        records["True"], records["None"].column_names
+    )
+    seen: list[bool] = []
+    replayed = replay_stream(spark, table, arrival="arrival", channel="partition", step=60_000)
+    query = (
+        replayed.writeStream.foreachBatch(lambda df, _: seen.append(reads_only_files(df)))
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "ck-replay"))
+        .start()
+    )
+    query.awaitTermination()
+    assert seen and not any(seen)
+    folder = tmp_path / "replayed"
+    handler = watermarks_handler(folder)
+    query = (
+        replay_stream(spark, table, arrival="arrival", channel="partition", step=60_000)
+        .writeStream.foreachBatch(handler)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(folder / "ck"))
+        .start()
+    )
+    query.awaitTermination()
+    assert handler.progress and all(p["batch_cached"] for p in handler.progress)
+    with pytest.raises(InvalidParameterError, match="`cache_batch`"):
+        watermarks_handler(tmp_path, cache_batch="yes")
 
 
 @pytest.mark.parametrize("step", [400, 3_000, 10**9], ids=["1-row-per-partition", "3s", "all"])

@@ -206,6 +206,9 @@ class StreamingWatermarks(BatchHandler):
         emissions: also write every channel's own watermark output of each batch (kind
             ``emissions``: ``channel``, ``time``, ``kind``, ``watermark``); part of the
             state's layout.
+        cache_batch: cache each micro-batch while its passes read it (None: unless it
+            comes from files, which each pass reads again for less; see
+            docs/streaming.md, "Reading the batch").
         on_progress: called with each committed batch's progress summary.
     """
 
@@ -224,6 +227,7 @@ class StreamingWatermarks(BatchHandler):
         allowance: Duration = DEFAULT_ALLOWANCE,
         emissions: bool = False,
         channels: Iterable[Any] | None = None,
+        cache_batch: bool | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -240,6 +244,7 @@ class StreamingWatermarks(BatchHandler):
             on_progress=on_progress,
             channels=channels,
             emissions=emissions,
+            cache_batch=cache_batch,
         )
 
     def settings(self, plan: WatermarkPlan) -> dict[str, Any]:

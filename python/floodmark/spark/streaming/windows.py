@@ -29,7 +29,14 @@ from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.late import element_late
-from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
+from floodmark.spark.packed import (
+    collected,
+    only,
+    pack,
+    packed_schema,
+    unpack_local,
+    unpacked,
+)
 from floodmark.spark.plan import WatermarkPlan
 from floodmark.spark.streaming import frontier as st
 from floodmark.spark.streaming.frontier import EngineState
@@ -62,6 +69,7 @@ from floodmark.spark.windows.keyed import (
 from floodmark.spark.windows.native import candidate
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
 from floodmark.spark.windows.side_outputs import (
+    BROADCAST_ROWS,
     dropped_candidates,
     errors_frame,
     matched,
@@ -208,6 +216,9 @@ class StreamingWindows(BatchHandler):
         emissions: also write every channel's own watermark output of each batch (kind
             ``emissions``: ``channel``, ``time``, ``kind``, ``watermark``); part of the
             state's layout.
+        cache_batch: cache each micro-batch while its passes read it (None: unless it
+            comes from files, which each pass reads again for less; see
+            docs/streaming.md, "Reading the batch").
         on_progress: called with each committed batch's progress summary.
     """
 
@@ -234,6 +245,7 @@ class StreamingWindows(BatchHandler):
         timeline: bool = False,
         emissions: bool = False,
         channels: Iterable[Any] | None = None,
+        cache_batch: bool | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         super().__init__(
@@ -250,6 +262,7 @@ class StreamingWindows(BatchHandler):
             on_progress=on_progress,
             channels=channels,
             emissions=emissions,
+            cache_batch=cache_batch,
         )
         from floodmark.spark.windows import positive_int
 
@@ -443,6 +456,16 @@ class StreamingWindows(BatchHandler):
         positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
         require_floodmark(spark)
         out = positional.mapInArrow(runner, packed_schema()).persist()
+
+        def emitted(cached: DataFrame, kind: str, count: int) -> DataFrame | pa.Table:
+            """The operator's late or dropped rows: collected when few (broadcast from
+            the driver without a job), else read from the cache by the join."""
+            if count == 0:  # nothing to read: the output reads nothing either
+                return arrow_schemas[kind].empty_table()
+            if count <= BROADCAST_ROWS:
+                return collected(cached, kind, arrow_schemas[kind])
+            return unpacked(cached, kind, schemas[kind])
+
         try:
             totals = {"result": 0, "late": 0, "dropped": 0}
             for _, counts in unpack_local(out.where(only("stats")).toArrow()):
@@ -456,7 +479,7 @@ class StreamingWindows(BatchHandler):
                 matched(
                     in_force(rows, wplan.wm, segment, _IN_FORCE),
                     splan,
-                    unpacked(out, "late", schemas["late"]),
+                    emitted(out, "late", totals["late"]),
                     "watermark",
                     F.coalesce(
                         element_late(F.col(TS), wplan.lateness, F.col(_IN_FORCE)), F.lit(True)
@@ -472,9 +495,13 @@ class StreamingWindows(BatchHandler):
             )
             dropped = errors_frame(batch, wplan)
             if totals["dropped"]:
-                emitted = unpacked(out, "dropped", schemas["dropped"])
                 found = matched(
-                    done, splan, emitted, "reason", dropped_candidates(wplan), totals["dropped"]
+                    done,
+                    splan,
+                    emitted(out, "dropped", totals["dropped"]),
+                    "reason",
+                    dropped_candidates(wplan),
+                    totals["dropped"],
                 )
                 dropped = side_frame(found, wplan, batch, "dropped").unionByName(dropped)
             elif not unplaced:

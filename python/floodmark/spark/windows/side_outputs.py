@@ -35,6 +35,8 @@ import functools
 import operator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from floodmark.spark.columns import quote
 from floodmark.spark.late import element_late
 from floodmark.spark.lookup import in_force_column
@@ -84,7 +86,7 @@ def dropped_candidates(plan: WindowPlan) -> Column | None:
 def matched(
     df: DataFrame,
     plan: WindowPlan,
-    rows: DataFrame,
+    rows: DataFrame | pa.Table,
     extra: str,
     candidates: Column | None,
     emitted_rows: int | None = None,
@@ -95,32 +97,50 @@ def matched(
     event time, arrival and channel: records equal in those are adjacent in the
     runner's order (arrival, channel, event time, key), meet the same watermark, and a
     late one leaves the window state as it was; so joining the input on them (keys
-    null-safe) finds exactly the rows the operator emitted, each once. ``candidates``
-    (over ``TS`` and ``ARRIVAL``) narrows the input first to rows that can be emitted
-    (:mod:`.side_candidates`), so that only those are shuffled for the join;
-    ``emitted_rows``, when the caller knows how many rows ``rows`` holds: up to
-    :data:`BROADCAST_ROWS` of them are broadcast, and nothing is shuffled."""
+    null-safe), once each, finds exactly the rows the operator emitted, each once.
+    ``candidates`` (over ``TS`` and ``ARRIVAL``) narrows the input first to rows that
+    can be emitted (:mod:`.side_candidates`), so that only those are shuffled for the
+    join; ``emitted_rows``, when the caller knows how many rows ``rows`` holds: up to
+    :data:`BROADCAST_ROWS` of them are broadcast, and nothing is shuffled. ``rows``
+    collected to the driver (at most :data:`BROADCAST_ROWS`) are broadcast from there,
+    without a job (:func:`distinct_local`)."""
     from pyspark.sql import functions as F
 
     wm = plan.wm
     names = [*plan.keys, TS, ARRIVAL, *([wm.channel] if wm.channel not in plan.keys else [])]
-    types = {f.name: f.dataType for f in rows.schema.fields}
-    emitted = rows.select(
-        *[F.col(quote(n)).alias(f"__fm_m{i}") for i, n in enumerate(names)],
-        F.col(extra).alias("__fm_extra"),
-    ).distinct()
+    aliases = [*[f"__fm_m{i}" for i in range(len(names))], "__fm_extra"]
+    if isinstance(rows, pa.Table):
+        emitted = F.broadcast(
+            distinct_local(df.sparkSession, rows.select([*names, extra]), aliases)
+        )
+    else:
+        emitted = rows.select(
+            *[F.col(quote(n)).alias(a) for n, a in zip([*names, extra], aliases, strict=True)]
+        ).distinct()
+        if emitted_rows is not None and emitted_rows <= BROADCAST_ROWS:
+            emitted = F.broadcast(emitted)
+    types = {f.name: f.dataType for f in emitted.schema.fields}
     records = df.where(valid_rows(wm)).select(
         "*", wm.event_time.ticks().alias(TS), wm.arrival.ticks().alias(ARRIVAL)
     )
     if candidates is not None:
         records = records.where(candidates)
     same = [
-        F.col(quote(n)).cast(types[n]).eqNullSafe(F.col(f"__fm_m{i}")) for i, n in enumerate(names)
+        F.col(quote(n)).cast(types[a]).eqNullSafe(F.col(a))
+        for n, a in zip(names, aliases, strict=False)
     ]
-    if emitted_rows is not None and emitted_rows <= BROADCAST_ROWS:
-        emitted = F.broadcast(emitted)
     joined = records.join(emitted, functools.reduce(operator.and_, same), "inner")
     return joined.select(*[F.col(quote(c)) for c in df.columns], F.col("__fm_extra").alias(extra))
+
+
+def distinct_local(spark: SparkSession, table: pa.Table, names: list[str]) -> DataFrame:
+    """``table``'s distinct rows, columns renamed to ``names``, as a local DataFrame:
+    deduplicated here, so that its broadcast runs no job. Its columns are keys, times,
+    the channel and the watermark or reason: integers and strings (keys and channels
+    of another type are refused by the plans), which Arrow groups as Spark's join
+    matches them (nulls one group: the join is null-safe)."""
+    table = table.rename_columns(names)
+    return spark.createDataFrame(table.group_by(names, use_threads=False).aggregate([]))
 
 
 def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
@@ -146,6 +166,7 @@ def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
 
 
 __all__ = [
+    "distinct_local",
     "dropped_candidates",
     "errors_frame",
     "late_candidates",
