@@ -363,8 +363,13 @@ class TimelineBuilder:
     def insert_channel(self, at: int) -> None:
         """Adds a channel at index ``at`` (later channels move up by one), as Flink
         registers a newly discovered split: at ``-2**63``, active, holding the combined
-        watermark back until it catches up or goes idle."""
-        self._inner.insert_channel(at)
+        watermark back until it catches up or goes idle.
+
+        Raises:
+            InvalidParameterError: ``at`` is not an integer in ``0..=num_channels``
+                (naming it), or the valve is full.
+        """
+        self._inner.insert_channel(check_int64(at, "at"))
 
     def bucket_of(self, arrival: int) -> int:
         """The grid bucket of an arrival time, ``ceil(arrival / emit_interval)``: its
@@ -390,8 +395,13 @@ class TimelineBuilder:
 
     def channel_status(self, channel: int) -> tuple[int, bool]:
         """Channel ``channel``'s watermark so far (``-2**63``: none) and whether it is
-        idle."""
-        return self._inner.channel_status(channel)
+        idle.
+
+        Raises:
+            InvalidParameterError: ``channel`` is not an integer in ``0..num_channels``
+                (naming it).
+        """
+        return self._inner.channel_status(check_int64(channel, "channel"))
 
     @property
     def min_channel(self) -> int | None:

@@ -215,13 +215,13 @@ impl Valve {
     /// Calls `out` with `Active` if the whole valve was idle.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] naming `channel` if `at > num_channels`, or
+    /// [`Error::InvalidParameter`] naming `at` if `at > num_channels`, or
     /// `num_channels` if the valve is full.
     pub fn insert_channel(&mut self, at: usize, out: &mut impl FnMut(Emission)) -> Result<()> {
         let n = self.wm.len();
         if at > n {
             return Err(Error::param(
-                "channel",
+                "at",
                 format!("cannot insert a channel at {at}: the valve has {n} channel(s)"),
             ));
         }

@@ -60,6 +60,30 @@ def test_grid_arguments_that_are_not_int64s_are_refused_naming_them(
     assert b.ran_through is None  # nothing changed
 
 
+@pytest.mark.parametrize(
+    ("method", "name", "value"),
+    [
+        (method, name, value)
+        for method, name, highest in (("insert_channel", "at", 3), ("channel_status", "channel", 2))
+        for value in (-1, highest + 1, 2**63 - 1, 2**63, -(2**63) - 1, "1", 1.0, True, None)
+    ],
+)
+def test_channel_indexes_out_of_range_or_not_ints_are_refused_naming_them(
+    method: str, name: str, value: object
+) -> None:
+    """``insert_channel(at)`` takes ``0..=num_channels``, ``channel_status(channel)``
+    ``0..num_channels``: anything else is an ``InvalidParameterError`` naming the
+    argument (a negative index or a str was a bare ``OverflowError``/``TypeError``), and
+    the valve keeps its channels."""
+    b = TimelineBuilder(LAG, 3, emit_interval=200)
+    with pytest.raises(InvalidParameterError) as err:
+        getattr(b, method)(value)
+    assert err.value.parameter == name
+    assert b.num_channels == 3
+    b.insert_channel(3)
+    assert b.channel_status(3) == (-(2**63), False)
+
+
 @pytest.mark.parametrize("kind", PERIODIC_KINDS)
 def test_every_grid_kinds_are_the_generators_the_core_calls_at_every_grid_time(
     kind: str,

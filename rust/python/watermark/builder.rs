@@ -205,7 +205,7 @@ impl PyTimelineBuilder {
     /// Adds a channel at index `at` (later channels move up by one).
     fn insert_channel(&mut self, at: i64) -> PyResult<()> {
         let at = usize::try_from(at)
-            .map_err(|_| Error::param("channel", format!("must be >= 0, got {at}")))?;
+            .map_err(|_| Error::param("at", format!("must be >= 0, got {at}")))?;
         self.inner.insert_channel(at)?;
         Ok(())
     }
@@ -231,8 +231,11 @@ impl PyTimelineBuilder {
     }
 
     /// Channel `c`'s watermark so far (`MIN`: none) and whether it is idle.
-    fn channel_status(&self, c: usize) -> PyResult<(i64, bool)> {
-        self.inner.channel_status(c).ok_or_else(|| {
+    fn channel_status(&self, c: i64) -> PyResult<(i64, bool)> {
+        let found = usize::try_from(c)
+            .ok()
+            .and_then(|i| self.inner.channel_status(i));
+        found.ok_or_else(|| {
             Error::param(
                 "channel",
                 format!("{c} is not in 0..{}", self.inner.num_channels()),
