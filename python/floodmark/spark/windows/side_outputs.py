@@ -127,7 +127,7 @@ def matched(
         records = records.where(candidates)
     same = [
         F.col(quote(n)).cast(types[a]).eqNullSafe(F.col(a))
-        for n, a in zip(names, aliases, strict=False)
+        for n, a in zip(names, aliases[:-1], strict=True)
     ]
     joined = records.join(emitted, functools.reduce(operator.and_, same), "inner")
     return joined.select(*[F.col(quote(c)) for c in df.columns], F.col("__fm_extra").alias(extra))
