@@ -369,7 +369,19 @@ class TimelineBuilder:
             InvalidParameterError: ``at`` is not an integer in ``0..=num_channels``
                 (naming it), or the valve is full.
         """
-        self._inner.insert_channel(check_int64(at, "at"))
+        self.insert_channels([at])
+
+    def insert_channels(self, at: Sequence[int]) -> None:
+        """Adds several channels at once, each as :meth:`insert_channel` adds one:
+        ``at`` holds their indexes among the channels after the insertion, strictly
+        ascending (one pass over the channels, whatever their number).
+
+        Raises:
+            InvalidParameterError: an index that is not an integer, not ascending, or
+                past the channels after the insertion (naming ``at``), or the valve is
+                full.
+        """
+        self._inner.insert_channels([check_int64(a, "at") for a in at])
 
     def bucket_of(self, arrival: int) -> int:
         """The grid bucket of an arrival time, ``ceil(arrival / emit_interval)``: its

@@ -61,6 +61,7 @@ use super::multiplexer::Multiplexer;
 use super::output::ChannelOutput;
 use super::strategy::Generator;
 use super::timeline::{Combiner, TimelineRow};
+use super::valve::{placements, spread};
 use super::Emission;
 
 /// At most this many periodic calls in one grid run of a generator that emits at
@@ -547,17 +548,30 @@ impl TimelineBuilder {
     /// grid time.
     ///
     /// # Errors
-    /// As [`super::Valve::insert_channel`].
+    /// As [`Self::insert_channels`].
     pub fn insert_channel(&mut self, at: usize) -> Result<()> {
+        self.insert_channels(&[at])
+    }
+
+    /// Adds several channels at once, each as [`Self::insert_channel`] adds one: `at`
+    /// holds their indexes among the channels after the insertion, ascending. One pass
+    /// over the channels, whatever their number.
+    ///
+    /// # Errors
+    /// As [`super::Valve::insert_channels`]; [`Error::IllegalState`] for a builder with
+    /// subtasks or channel ends. On error no channel is added.
+    pub fn insert_channels(&mut self, at: &[usize]) -> Result<()> {
         if self.subtasks.is_some() || self.ends.is_some() {
             return Err(Error::IllegalState(
                 "channels cannot be added to a builder with subtasks or channel ends".into(),
             ));
         }
+        let placed = placements(self.combiner.valve().num_channels(), at)?;
         let time = self
             .ran_through
             .map_or(i64::MIN, |k| k.saturating_mul(self.interval));
-        self.combiner.insert_channel(at, time, &mut self.timeline)?;
+        self.combiner
+            .insert_channels(at, time, &mut self.timeline)?;
         let next = self.ran_through.map(|k| k + 1);
         match &mut self.source {
             Source::Periodic {
@@ -565,17 +579,19 @@ impl TimelineBuilder {
                 channels,
                 due,
             } => {
-                channels.insert(at, Channel::new(template.clone()));
-                due.insert(at, next);
+                *channels = spread(std::mem::take(channels), &placed, at, || {
+                    Channel::new(template.clone())
+                });
+                *due = spread(std::mem::take(due), &placed, at, || next);
             }
             Source::Emissions { pending } => {
-                for e in pending.iter_mut().filter(|e| e.channel >= at) {
-                    e.channel += 1;
+                for e in pending.iter_mut() {
+                    e.channel = placed[e.channel];
                 }
             }
         }
-        for e in self.emissions.iter_mut().filter(|e| e.channel >= at) {
-            e.channel += 1;
+        for e in &mut self.emissions {
+            e.channel = placed[e.channel];
         }
         self.rebuild_queue();
         Ok(())
@@ -1384,5 +1400,44 @@ mod tests {
         assert_eq!(b.watermark(), 149);
         let restored = TimelineBuilder::restore(&b.snapshot()).unwrap();
         assert_eq!(restored, b);
+    }
+
+    #[test]
+    fn channels_inserted_together_equal_channels_inserted_one_by_one() {
+        let gen = Generator::new(BaseGenerator::bounded(5).unwrap())
+            .with_idleness(40)
+            .unwrap();
+        let mut one = TimelineBuilder::new(gen, 2, 10).unwrap();
+        one.keep_emissions(true);
+        let mut v = Vec::new();
+        one.push(&rows(&[(0, 1, 100), (1, 2, 120), (0, 4, 130)]), &mut v)
+            .unwrap();
+        one.advance_to(3).unwrap();
+        let mut many = one.clone();
+        for at in [0, 2, 3] {
+            one.insert_channel(at).unwrap();
+        }
+        many.insert_channels(&[0, 2, 3]).unwrap();
+        assert_eq!(many, one);
+        assert_eq!(many.take_emissions(), one.take_emissions());
+        let later = rows(&[
+            (2, 5, 140),
+            (0, 6, 90),
+            (3, 6, 150),
+            (4, 9, 160),
+            (1, 12, 170),
+        ]);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        one.push(&later, &mut a).unwrap();
+        many.push(&later, &mut b).unwrap();
+        one.finish().unwrap();
+        many.finish().unwrap();
+        assert_eq!(b, a);
+        assert_eq!(many.take_timeline(), one.take_timeline());
+        assert_eq!(many.take_emissions(), one.take_emissions());
+        assert_eq!(many, one);
+        // Refused, nothing changed.
+        assert!(many.insert_channels(&[3, 3]).is_err());
+        assert_eq!(many, one);
     }
 }

@@ -139,20 +139,20 @@ impl Combiner {
         }
     }
 
-    /// Adds a channel at index `at` (see [`Valve::insert_channel`]).
+    /// Adds channels at the indexes `at` (see [`Valve::insert_channels`]).
     ///
     /// # Errors
-    /// As [`Valve::insert_channel`].
-    pub fn insert_channel(
+    /// As [`Valve::insert_channels`].
+    pub fn insert_channels(
         &mut self,
-        at: usize,
+        at: &[usize],
         time: i64,
         out: &mut Vec<TimelineRow>,
     ) -> Result<()> {
         self.end_round(out);
         self.round = Some((time, self.watermark, self.idle));
         let idle = &mut self.idle;
-        self.valve.insert_channel(at, &mut |_| *idle = false)?;
+        self.valve.insert_channels(at, &mut |_| *idle = false)?;
         self.end_round(out);
         Ok(())
     }

@@ -215,38 +215,45 @@ impl Valve {
     /// Calls `out` with `Active` if the whole valve was idle.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] naming `at` if `at > num_channels`, or
-    /// `num_channels` if the valve is full.
+    /// As [`Self::insert_channels`].
     pub fn insert_channel(&mut self, at: usize, out: &mut impl FnMut(Emission)) -> Result<()> {
+        self.insert_channels(&[at], out)
+    }
+
+    /// Adds several channels at once, each as [`Self::insert_channel`] adds one: `at`
+    /// holds their indexes among the channels after the insertion, ascending (the
+    /// others keep their order). One pass over the channels, whatever their number.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `at` unless its indexes ascend strictly and
+    /// lie within the channels after the insertion, or `num_channels` if the valve
+    /// would hold more than [`MAX_CHANNELS`]. On error nothing changes.
+    pub fn insert_channels(&mut self, at: &[usize], out: &mut impl FnMut(Emission)) -> Result<()> {
         let n = self.wm.len();
-        if at > n {
-            return Err(Error::param(
-                "at",
-                format!("cannot insert a channel at {at}: the valve has {n} channel(s)"),
-            ));
-        }
-        if n >= MAX_CHANNELS {
+        if n + at.len() > MAX_CHANNELS {
             return Err(Error::param(
                 "num_channels",
                 format!("must be at most {MAX_CHANNELS}"),
             ));
         }
-        let aligned: Vec<bool> = (0..n).map(|c| self.aligned.contains(c)).collect();
-        self.wm.insert(at, i64::MIN);
-        self.idle.insert(at, false);
-        let mut heap = IndexedMinHeap::new(n + 1);
-        for c in 0..=n {
-            let was = match c.cmp(&at) {
-                std::cmp::Ordering::Less => aligned[c],
-                std::cmp::Ordering::Equal => true,
-                std::cmp::Ordering::Greater => aligned[c - 1],
-            };
-            if was {
-                heap.upsert(c, self.wm[c]);
-            }
+        let placed = placements(n, at)?;
+        if at.is_empty() {
+            return Ok(());
+        }
+        let aligned = spread(
+            (0..n).map(|c| self.aligned.contains(c)).collect(),
+            &placed,
+            at,
+            || true,
+        );
+        self.wm = spread(std::mem::take(&mut self.wm), &placed, at, || i64::MIN);
+        self.idle = spread(std::mem::take(&mut self.idle), &placed, at, || false);
+        let mut heap = IndexedMinHeap::new(self.wm.len());
+        for (c, _) in aligned.iter().enumerate().filter(|(_, &a)| a) {
+            heap.upsert(c, self.wm[c]);
         }
         self.aligned = heap;
-        self.active_count += 1;
+        self.active_count += at.len();
         if self.all_idle {
             self.all_idle = false;
             out(Emission::Active);
@@ -315,6 +322,64 @@ impl Valve {
         r.finish()?;
         Ok(v)
     }
+}
+
+/// Where each of `n` channels goes when channels are inserted at `at` (their indexes
+/// after the insertion, strictly ascending): the new index of each old one.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `at` if its indexes do not ascend strictly or
+/// one is past the channels after the insertion.
+pub(crate) fn placements(n: usize, at: &[usize]) -> Result<Vec<usize>> {
+    let total = n + at.len();
+    for (i, &a) in at.iter().enumerate() {
+        if a >= total {
+            return Err(Error::param(
+                "at",
+                format!(
+                    "cannot insert a channel at {a}: the valve has {n} channel(s), {total} \
+                     after the insertion"
+                ),
+            ));
+        }
+        if i > 0 && a <= at[i - 1] {
+            return Err(Error::param(
+                "at",
+                format!(
+                    "the indexes must ascend strictly, but {a} follows {}",
+                    at[i - 1]
+                ),
+            ));
+        }
+    }
+    let mut placed = Vec::with_capacity(n);
+    let mut next = at.iter().peekable();
+    for c in 0..total {
+        if next.peek() == Some(&&c) {
+            next.next();
+        } else {
+            placed.push(c);
+        }
+    }
+    Ok(placed)
+}
+
+/// `old` with new items (from `fresh`) at the indexes `at`, the old ones at `placed`
+/// (from [`placements`]).
+pub(crate) fn spread<T>(
+    old: Vec<T>,
+    placed: &[usize],
+    at: &[usize],
+    mut fresh: impl FnMut() -> T,
+) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = (0..placed.len() + at.len()).map(|_| None).collect();
+    for (item, &c) in old.into_iter().zip(placed) {
+        slots[c] = Some(item);
+    }
+    slots
+        .into_iter()
+        .map(|s| s.unwrap_or_else(&mut fresh))
+        .collect()
 }
 
 #[cfg(test)]
@@ -460,6 +525,44 @@ mod tests {
         assert!(v.insert_channel(5, &mut |_| {}).is_err());
         let r = Valve::restore(&v.snapshot()).unwrap();
         assert_eq!(r, v);
+    }
+
+    #[test]
+    fn channels_inserted_together_equal_channels_inserted_one_by_one() {
+        let mut one = Valve::new(3).unwrap();
+        run(
+            &mut one,
+            &[In::W(0, 10), In::W(1, 20), In::I(2), In::W(0, 30)],
+        );
+        let mut many = one.clone();
+        // After the insertion the new channels are at 0, 2 and 5 (old 0, 1, 2 at 1, 3, 4).
+        for at in [0, 2, 5] {
+            one.insert_channel(at, &mut |_| {}).unwrap();
+        }
+        many.insert_channels(&[0, 2, 5], &mut |_| {}).unwrap();
+        assert_eq!(many, one);
+        assert_eq!(many.min_channel(), Some(0));
+        let steps = [
+            In::W(0, 40),
+            In::W(2, 40),
+            In::W(5, 25),
+            In::W(3, 50),
+            In::A(4),
+        ];
+        assert_eq!(run(&mut many, &steps), run(&mut one, &steps));
+        assert_eq!(many, one);
+        // Refused, nothing changed: indexes not ascending, or past the end.
+        for at in [&[2, 1][..], &[1, 1], &[0, 9]] {
+            let err = many.insert_channels(at, &mut |_| {}).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidParameter { name: "at", .. }),
+                "{err}"
+            );
+        }
+        assert_eq!(many, one);
+        many.insert_channels(&[], &mut |_| panic!("nothing"))
+            .unwrap();
+        assert_eq!(many, one);
     }
 
     #[test]

@@ -84,6 +84,45 @@ def test_channel_indexes_out_of_range_or_not_ints_are_refused_naming_them(
     assert b.channel_status(3) == (-(2**63), False)
 
 
+@pytest.mark.parametrize(
+    "at", [[1, 1], [2, 1], [0, 5], [-1], [0, "1"], [0, 1.0], [True], [None], [2**63]]
+)
+def test_channels_inserted_together_need_ascending_indexes_within_the_valve(at: list) -> None:
+    """``insert_channels(at)`` takes indexes among the channels after the insertion,
+    strictly ascending: anything else names ``at``, and no channel is added."""
+    b = TimelineBuilder(LAG, 3, emit_interval=200)
+    with pytest.raises(InvalidParameterError) as err:
+        b.insert_channels(at)
+    assert err.value.parameter == "at"
+    assert b.num_channels == 3
+
+
+def test_channels_inserted_together_equal_channels_inserted_one_by_one() -> None:
+    """A live batch adds the partitions it finds all at once (one pass over the valve,
+    however many join): the same builder as adding them one at a time."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5).with_idleness(40)
+    one = TimelineBuilder(strategy, 2, emit_interval=10, keep_emissions=True)
+    one.push([0, 1, 0], [5, 15, 35], [100, 120, 130])
+    one.advance_to(3)
+    one.take_timeline()  # a snapshot holds no outputs not yet taken
+    one.take_emissions()
+    many = TimelineBuilder(strategy, 2, emit_interval=10, keep_emissions=True)
+    many.restore(one.snapshot())
+    for at in (0, 2, 3):
+        one.insert_channel(at)
+    many.insert_channels([0, 2, 3])
+    assert many.snapshot() == one.snapshot()
+    later = ([2, 0, 3, 4, 1], [45, 55, 60, 85, 115], [140, 90, 150, 160, 170])
+    got, want = many.push(*later), one.push(*later)
+    assert got.watermark.to_pylist() == want.watermark.to_pylist()
+    assert got.channel_watermark.to_pylist() == want.channel_watermark.to_pylist()
+    many.finish()
+    one.finish()
+    assert many.take_timeline().to_pylist() == one.take_timeline().to_pylist()
+    assert many.take_emissions().to_pylist() == one.take_emissions().to_pylist()
+    assert many.snapshot() == one.snapshot()
+
+
 @pytest.mark.parametrize("kind", PERIODIC_KINDS)
 def test_every_grid_kinds_are_the_generators_the_core_calls_at_every_grid_time(
     kind: str,

@@ -202,11 +202,16 @@ impl PyTimelineBuilder {
         self.inner.bucket_of(arrival)
     }
 
-    /// Adds a channel at index `at` (later channels move up by one).
-    fn insert_channel(&mut self, at: i64) -> PyResult<()> {
-        let at = usize::try_from(at)
-            .map_err(|_| Error::param("at", format!("must be >= 0, got {at}")))?;
-        self.inner.insert_channel(at)?;
+    /// Adds channels at the indexes `at` (among the channels after the insertion,
+    /// ascending; later channels move up).
+    fn insert_channels(&mut self, at: Vec<i64>) -> PyResult<()> {
+        let at = at
+            .into_iter()
+            .map(|a| {
+                usize::try_from(a).map_err(|_| Error::param("at", format!("must be >= 0, got {a}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.inner.insert_channels(&at)?;
         Ok(())
     }
 

@@ -29,7 +29,6 @@ limit to bound it).
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -193,10 +192,12 @@ def advance(
     if state.builder is not None:
         builder.restore(state.builder)
     start_watermark = builder.watermark
-    for value in sorted(set(table.column("channel").to_pylist()).union(known) - set(channels)):
-        at = bisect.bisect_left(channels, value)
-        channels.insert(at, value)
-        builder.insert_channel(at)
+    seen = set(pc.unique(table.column("channel")).to_pylist()).union(known)
+    joining = sorted(seen - set(channels))
+    if joining:  # all at once: one pass over the valve's channels, however many join
+        channels = sorted([*channels, *joining])
+        at = {value: i for i, value in enumerate(channels)}
+        builder.insert_channels([at[value] for value in joining])
     kind = table.schema.field("channel").type  # the column's, even without rows
     values = pa.array(channels, type=None if kind == pa.null() else kind)
     done = (
