@@ -18,7 +18,7 @@ the old frontier) and counted, never lost.
 restored from the previous batch's snapshot, is given the batch's per-(channel, bucket)
 rows up to the frontier and advanced to it; its timeline rows of the batch are the
 segment ``(F_{b-1}, F_b]`` of the whole stream's. A channel first seen in a later batch
-joins the valve then (:meth:`TimelineBuilder.insert_channel`, as Flink registers a new
+joins the valve then (:meth:`TimelineBuilder.insert_channels`, as Flink registers a new
 split), at the previous frontier: when that happens depends on where the micro-batches
 are cut. The channels named up front (the handlers' ``channels``: a topic's partitions)
 join at the first batch, as Flink's source assigns a topic's splits when it starts, so a
