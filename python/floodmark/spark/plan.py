@@ -58,14 +58,15 @@ class WatermarkPlan:
         return F.expr(f"({a} div {i}) + CASE WHEN {a} % {i} > 0 THEN 1 ELSE 0 END")
 
 
-def require_periodic(plan: WatermarkPlan, where: str) -> None:
-    """Refuses a generator that emits on records where only the periodic ones run."""
-    if plan.strategy.kind not in PERIODIC_KINDS:
+def require_periodic(strategy: WatermarkStrategy, where: str) -> None:
+    """Refuses a generator that emits on records where only the periodic ones run
+    (before its columns are checked: no column makes it run there)."""
+    if strategy.kind not in PERIODIC_KINDS:
         raise InvalidParameterError(
             "strategy",
             f"{where} runs the periodic strategies "
             f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
-            f"{plan.strategy.kind!r}: use the batch functions (floodmark.spark) for it",
+            f"{strategy.kind!r}: use the batch functions (floodmark.spark) for it",
         )
 
 

@@ -135,6 +135,51 @@ def test_a_changed_strategy_is_refused(spark: Any, stream: pa.Table, tmp_path: P
     assert StateError.__name__ == "StateError"
 
 
+def test_a_configuration_spelled_differently_restarts(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """The fingerprint holds the configuration as resolved: ``aggs="count"`` and
+    ``["count"]``, a lateness as a ``timedelta`` and in ticks, are one configuration
+    (each was refused as changed)."""
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    first = windows_handler(tmp_path, window, timedelta(seconds=2), "count")
+    run_query(spark, source, schema, first, tmp_path / "ck")
+    (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
+    again = windows_handler(tmp_path, window, 2000, ["count"])
+    run_query(spark, source, schema, again, tmp_path / "ck")
+    assert [p["batch_id"] for p in again.progress] == [2]
+
+
+def test_a_configuration_changed_before_the_first_commit_is_taken(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """A first batch the native path refuses (an event time near the long range's end)
+    commits nothing: the same checkpoint and state location then run it with
+    ``path="keyed"``, as the refusal says. Once a batch is committed, a change is
+    refused."""
+    table = stream.slice(0, 200)
+    far = pc.add(table["event_time"], pa.scalar(5 * 10**18, pa.int64()))
+    table = table.set_column(table.schema.get_field_index("event_time"), "event_time", far)
+    source = write_files(table, tmp_path / "in", 1)
+    schema = spark.createDataFrame(table).schema
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    native = windows_handler(tmp_path, window, timedelta(0), ["count"], path="native")
+    with pytest.raises(Exception, match="path='keyed' \\(before the first committed batch"):
+        run_query(spark, source, schema, native, tmp_path / "ck")
+    assert not (tmp_path / "state" / "commits").exists() or not any(
+        (tmp_path / "state" / "commits").iterdir()
+    )
+    keyed = windows_handler(tmp_path, window, timedelta(0), ["count"], path="keyed")
+    run_query(spark, source, schema, keyed, tmp_path / "ck")
+    assert [p["batch_id"] for p in keyed.progress] == [0]
+    (source / "part-00009.parquet").write_bytes((source / "part-00000.parquet").read_bytes())
+    native = windows_handler(tmp_path, window, timedelta(0), ["count"], path="native")
+    with pytest.raises(Exception, match="configuration changed"):
+        run_query(spark, source, schema, native, tmp_path / "ck")
+
+
 def test_a_source_without_the_columns_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:
@@ -700,3 +745,68 @@ def test_channels_of_another_type_than_the_column_are_refused(
     ):
         watermarks_handler(tmp_path, channels=[0, 2**63]).check(events)
     assert watermarks_handler(tmp_path, channels=range(3)).check(events).channel == "partition"
+
+
+def two_arguments(kind: str, df: Any) -> None:
+    raise AssertionError("never called")
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [two_arguments, lambda kind, df, batch_id, extra: None, lambda *, kind, df, batch_id: None],
+)
+def test_a_sink_that_cannot_take_kind_df_and_batch_id_is_refused(
+    tmp_path: Path, outputs: Any
+) -> None:
+    """Checked from its signature when the handler is made (it failed with a bare
+    ``TypeError`` inside the first batch, after the watermark stages had run)."""
+    with pytest.raises(InvalidParameterError, match=r"`outputs`.*callable \(kind, df, batch_id\)"):
+        StreamingWatermarks(
+            STRATEGY, **COLUMNS, state_location=str(tmp_path / "state"), outputs=outputs
+        )
+
+
+def test_sinks_that_can_take_kind_df_and_batch_id_are_taken(tmp_path: Path) -> None:
+    import functools
+
+    def four(kind: str, df: Any, batch_id: int, mode: str = "append") -> None: ...
+
+    for outputs in (four, functools.partial(four, mode="x"), lambda *a: None, print):
+        StreamingWatermarks(
+            STRATEGY, **COLUMNS, state_location=str(tmp_path / "state"), outputs=outputs
+        )
+
+
+@pytest.mark.parametrize("parameter", ["channel", "arrival"])
+def test_a_missing_column_name_is_named_for_what_it_is(tmp_path: Path, parameter: str) -> None:
+    what = {"channel": "the Kafka partition", "arrival": "the Kafka record timestamp"}
+    with pytest.raises(InvalidParameterError, match=f"`{parameter}`.*{what[parameter]}"):
+        StreamingWatermarks(
+            STRATEGY,
+            **{**COLUMNS, parameter: ""},
+            state_location=str(tmp_path / "state"),
+            outputs=ParquetOutputs(str(tmp_path / "out")),
+        )
+
+
+def test_check_refuses_a_bad_allowance_and_a_record_driven_strategy_first(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """``check`` refuses before the query starts what the first batch would: a bad
+    ``allowance`` (it was refused only inside the running query); a punctuated
+    strategy is refused as such before its marker column is looked at (no marker type
+    makes it run live)."""
+    schema = spark.createDataFrame(stream).schema
+    events = spark.readStream.schema(schema).parquet(str(tmp_path))
+    for allowance in ("1s", None, 1.5, timedelta(seconds=-1)):
+        with pytest.raises(InvalidParameterError, match="`allowance`"):
+            watermarks_handler(tmp_path, allowance=allowance).check(events)
+    punctuated = WatermarkStrategy.for_punctuated("key")  # a bigint column, not a marker
+    handler = StreamingWatermarks(
+        punctuated,
+        **COLUMNS,
+        state_location=str(tmp_path / "state"),
+        outputs=ParquetOutputs(str(tmp_path / "out")),
+    )
+    with pytest.raises(InvalidParameterError, match=r"`strategy`.*not 'punctuated'"):
+        handler.check(events.withColumn("key", events["key"].cast("boolean")))

@@ -117,12 +117,14 @@ class BatchHandler(ABC):
             raise InvalidParameterError(
                 "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
             )
-        for parameter, value in (("channel", channel), ("arrival", arrival)):
+        for parameter, value, what in (
+            ("channel", channel, "a channel column: the Kafka partition"),
+            ("arrival", arrival, "an arrival column: the Kafka record timestamp"),
+        ):
             if not isinstance(value, str) or not value:
                 raise InvalidParameterError(
                     parameter,
-                    f"expected a column name, got {value!r} "
-                    "(a live query needs an arrival column: the Kafka record timestamp)",
+                    f"expected a column name, got {value!r} (a live query needs {what})",
                 )
         if not isinstance(state_location, str) or not state_location:
             raise InvalidParameterError(
@@ -172,6 +174,7 @@ class BatchHandler(ABC):
 
     def watermark_plan(self, events: DataFrame) -> WatermarkPlan:
         """The watermark stages' plan over ``events``' columns (no job)."""
+        require_periodic(self.strategy, "a live query")
         _, plan = make_plan(
             events,
             self.strategy,
@@ -182,7 +185,7 @@ class BatchHandler(ABC):
             event_time_unit=self.event_time_unit,
             arrival_unit=self.arrival_unit,
         )
-        require_periodic(plan, "a live query")
+        self.allowance_ticks(plan)  # refused here, before the query starts
         check_channel_type(self.channels, events, plan.channel)
         if isinstance(self.outputs, ParquetOutputs):
             self.outputs.check(events)

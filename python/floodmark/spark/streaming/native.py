@@ -61,6 +61,12 @@ from floodmark.vocabulary import SAFE
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+#: How the native path's refusals say what to do instead.
+KEYED_INSTEAD = (
+    "path='keyed' (before the first committed batch the same checkpoint and state "
+    "location take the change; after it, a changed path needs new ones)"
+)
+
 _FIRED, _UNFIRED, _LATE, _ON = "__fm_st_fired", "__fm_st_unfired", "__fm_st_late", "_on"
 
 
@@ -105,7 +111,7 @@ def check_range(table: Any, plan: WindowPlan) -> None:
             plan.wm.event_time.name,
             "an event time within 2^62 of the "
             "long range's ends reached the native path of a live query, whose window "
-            "arithmetic must stay in range; run the query with path='keyed'",
+            f"arithmetic must stay in range; run the query with {KEYED_INSTEAD}",
         )
         raise err
 
@@ -177,7 +183,7 @@ def native_batch(
         raise InvalidInputError(
             "a micro-batch's watermark advances span more windows than the native path of "
             "a live query looks up (2^19): use smaller micro-batches (a per-trigger limit "
-            "on the source) or path='keyed'"
+            f"on the source) or {KEYED_INSTEAD}"
         )
     # On-time firings: windows not fired yet, reached by the new watermark.
     if end_watermark > start_watermark:
@@ -185,7 +191,7 @@ def native_batch(
         if firing is None:
             raise InvalidInputError(
                 "the native path of a live query reads constant arrays through the JVM "
-                "gateway, which this session lacks; use path='keyed'"
+                f"gateway, which this session lacks; use {KEYED_INSTEAD}"
             )
         fire_wm, fire_time = firing
         fires = F.col(_UNFIRED) & (max_ts <= F.lit(end_watermark))

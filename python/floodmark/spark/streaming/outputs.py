@@ -15,6 +15,7 @@ and moves them into place only after the marker, so ``spark.read.parquet(path +
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, Protocol
 
 from floodmark.exceptions import InvalidParameterError
@@ -94,13 +95,22 @@ class ParquetOutputs:
 
 
 def check_sink(outputs: object) -> Sink:
-    """A callable ``(kind, df, batch_id)``; a clear error for anything else."""
+    """A callable ``(kind, df, batch_id)``; a clear error for anything else, a callable
+    that cannot take those three arguments included (checked from its signature, when
+    Python can read one)."""
+    expected = "expected ParquetOutputs(path) or a callable (kind, df, batch_id)"
     if not callable(outputs):
+        raise InvalidParameterError("outputs", f"{expected}, got {type(outputs).__name__}")
+    try:
+        signature = inspect.signature(outputs)
+    except (TypeError, ValueError):  # a builtin or extension callable: taken on trust
+        return outputs
+    try:
+        signature.bind("results", None, 0)
+    except TypeError as err:
         raise InvalidParameterError(
-            "outputs",
-            "expected ParquetOutputs(path) or a callable "
-            f"(kind, df, batch_id), got {type(outputs).__name__}",
-        )
+            "outputs", f"{expected}; {getattr(outputs, '__name__', outputs)!r} {err}"
+        ) from None
     return outputs
 
 

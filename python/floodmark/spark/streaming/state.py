@@ -125,19 +125,26 @@ class StateStore:
     # --- identity --------------------------------------------------------------------
 
     def check_identity(self, query_id: str | None, fingerprint: dict[str, Any]) -> None:
-        """Refuses a state location of another query or configuration; records them on
-        first use."""
+        """Refuses a state location of another query, or of another configuration once
+        a batch is committed; records them on first use. Before the first commit the
+        configuration may change (a first batch that failed, e.g. on the native path's
+        range, can be run again with ``path="keyed"``): nothing of the old one is kept."""
         path = self.path("_identity.json")
         mine = {"query_id": query_id, "config": fingerprint}
+        record = json.dumps(mine, sort_keys=True, indent=1).encode()
         if not self.exists(path):
             if self.committed():
                 raise StateError(
                     f"the state location {self.location} holds committed batches but no "
                     "_identity.json: it was not written by this version of floodmark"
                 )
-            self.write(path, json.dumps(mine, sort_keys=True, indent=1).encode())
+            self.write(path, record)
             return
         stored = json.loads(self.read(path))
+        if stored.get("query_id") == query_id and not self.committed():
+            if stored.get("config") != fingerprint:
+                self.write(path, record)
+            return
         if stored.get("query_id") != query_id:
             raise StateError(
                 f"the state location {self.location} belongs to streaming query "

@@ -299,17 +299,20 @@ class StreamingWindows(BatchHandler):
         )
 
     def settings(self, plan: WatermarkPlan) -> dict[str, Any]:
+        """As the window plan resolves them (:meth:`check` made it), so that equal
+        configurations spelled differently (``aggs="count"`` and ``["count"]``, a
+        lateness as a ``timedelta`` or in ticks) are equal."""
+        wplan: WindowPlan | None = getattr(self, "_plan", None)
+        if wplan is None:
+            raise RuntimeError("settings() needs the window plan that check() makes")
         kind, size, slide, offset, gap = self.window.params(plan.event_time.unit)
-        path = self.path
-        if getattr(self, "_plan", None) is not None:
-            path = self.chosen_path(self._plan)
         return {
             "window": [kind, size, slide, offset, gap],
-            "key": [self.key] if isinstance(self.key, str) else list(self.key),
-            "aggs": [a if isinstance(a, str) else list(a) for a in self.aggs],
-            "allowed_lateness": str(self.allowed_lateness),
+            "key": list(wplan.keys),
+            "aggs": [a if isinstance(a, str) else list(a) for a in wplan.aggs],
+            "allowed_lateness": wplan.lateness,
             "key_groups": self.key_groups,
-            "path": path,
+            "path": self.chosen_path(wplan),
             "timeline": self.timeline,
         }
 
