@@ -343,7 +343,8 @@ impl TimelineBuilder {
         if !matches!(self.source, Source::Periodic { .. }) {
             return Err(Error::param(
                 what,
-                "only the periodic generators run in the timeline builder; a generator                  that emits on records cannot take this option",
+                "only the periodic generators run in the timeline builder; a generator \
+                 that emits on records cannot take this option",
             ));
         }
         if self.ran_through.is_some() || self.last.is_some() {
@@ -397,7 +398,10 @@ impl TimelineBuilder {
             return Err(Error::param(
                 "source_parallelism",
                 format!(
-                    "subtask {s} of {num_subtasks} would read none of the {n} channels: in                      Flink a Kafka reader without partitions is never idle and holds the                      combined watermark at its start; give at most as many subtasks as                      there are partitions with records (or the partitions' subtasks)"
+                    "subtask {s} of {num_subtasks} would read none of the {n} channels: in \
+                     Flink a Kafka reader without partitions is never idle and holds the \
+                     combined watermark at its start; give at most as many subtasks as \
+                     there are partitions with records (or the partitions' subtasks)"
                 ),
             ));
         }

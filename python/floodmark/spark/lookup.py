@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.time import I64_MAX, I64_MIN
@@ -58,6 +59,11 @@ if TYPE_CHECKING:
 MAX_ARITHMETIC_SPAN = 1 << 20
 #: Tables of at most this many (bucket, channel) slots are constant arrays in the plan.
 MAX_CONSTANT_SLOTS = 1 << 19
+
+#: The widest span of arrivals, in emission intervals, whose per-bucket watermarks are
+#: built (:func:`in_force_by_bucket`: 8 bytes each, 512 MiB here; 155 days at 200 ms).
+#: Wider is refused naming the arrival column: an outlier or a wrong unit, most often.
+MAX_SPAN_BUCKETS = 1 << 26
 #: One key holds at most this many (bucket, channel) slots; wider tables join on the pair.
 MAX_KEYS = 1 << 62
 _KEY, _ARRIVAL, _BUCKET = "__fm_lk_key", "__fm_lk_arrival", "__fm_lk_bucket"
@@ -289,6 +295,13 @@ def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
         return None  # (a generator emitting on records changes it between grid times)
     times, wms = timeline.advances()
     first, last = timeline.first_bucket, timeline.last_bucket
+    if last - first + 2 > MAX_SPAN_BUCKETS:
+        raise InvalidInputError(
+            timeline.plan.arrival.name,
+            f"the arrivals span {last - first + 1:,} emission intervals (buckets {first:,} "
+            f"to {last:,}), more than the {MAX_SPAN_BUCKETS:,} whose watermarks in force "
+            "are built; check the arrival column's unit (arrival_unit) and its outliers",
+        )
     ks = np.arange(first, last + 2, dtype=np.int64)
     return first, watermark_in_force(times, wms, ks, timeline.plan.interval)
 
@@ -322,6 +335,9 @@ def in_force_column(spark: SparkSession, timeline: Timeline, arrival: str) -> Co
     ``arrival`` holding its arrival in ticks: one constant array read (None when the
     span has more than :data:`MAX_CONSTANT_SLOTS` buckets or the session has no JVM
     gateway)."""
+    first, last = timeline.first_bucket, timeline.last_bucket
+    if first is not None and last is not None and last - first + 2 > MAX_CONSTANT_SLOTS:
+        return None  # before the values are built: the span may not fit in memory
     found = in_force_by_bucket(timeline)
     if found is None:
         return None
@@ -373,6 +389,7 @@ __all__ = [
     "MAX_ARITHMETIC_SPAN",
     "MAX_CONSTANT_SLOTS",
     "MAX_KEYS",
+    "MAX_SPAN_BUCKETS",
     "in_force_by_bucket",
     "in_force_column",
     "join_bucket_frame",

@@ -146,13 +146,22 @@ def make_plan(
     source_parallelism: int | None = None,
     topic: str | None = None,
     end_of_input: str = "together",
+    live: bool = False,
 ) -> tuple[DataFrame, WatermarkPlan]:
-    """Check the columns and parameters (before any job runs) and resolve them.
+    """Check the columns and parameters (before any job runs) and resolve them; ``df``
+    must be at rest unless ``live`` (a live query's handler checks its stream).
 
     Returns ``df`` (with the default arrival column added when ``arrival`` is None, see
     :mod:`floodmark.spark.arrival`) and the plan."""
     from floodmark.spark.arrival import ordered_input_released, with_default_arrival
 
+    if not live and df.isStreaming:
+        raise InvalidParameterError(
+            "df",
+            "a streaming DataFrame: the batch functions read data at rest; in a live "
+            "query use floodmark.spark.streaming (StreamingWindows, StreamingWatermarks) "
+            "with writeStream.foreachBatch",
+        )
     check_arguments(df, event_time, channel, arrival, arrival_unit)
     check_topology(source_parallelism, topic, end_of_input)
     given = arrival

@@ -474,3 +474,85 @@ def test_names_and_durations_come_in_any_iterable() -> None:
     assert listed((d for d in [timedelta(0)]), "bounds") == [timedelta(0)]
     with pytest.raises(InvalidParameterError, match="bounds"):
         listed("5s", "bounds")
+
+
+def test_one_arrival_far_from_the_others_is_no_memory_error(spark: Any) -> None:
+    """One arrival at 0 among epoch-millisecond ones spans 8.5e9 emission intervals: the
+    per-bucket watermarks were built densely over it (a 63 GiB array, a numpy
+    ``MemoryError``). ``window_aggregate`` now takes the keyed operator, as for any span
+    wider than its lookup, and equals replay; ``analyze_bounds``, which needs the
+    per-bucket values, refuses it naming the arrival column."""
+    import pyarrow as pa
+
+    from floodmark.replay import replay
+
+    t0 = 1_700_000_000_000
+    n = 200
+    table = pa.table(
+        {
+            "partition": pa.array([i % 4 for i in range(n)] + [0], pa.int64()),
+            "event_time": pa.array([t0 + i * 37 - 20 for i in range(n)] + [t0], pa.int64()),
+            "arrival": pa.array([t0 + i * 37 for i in range(n)] + [0], pa.int64()),
+            "key": pa.array([f"k{i % 5}" for i in range(n)] + ["k0"]),
+        }
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(milliseconds=50))
+    window = TumblingEventTimeWindows.of(timedelta(seconds=1))
+    columns = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    out = window_aggregate(spark.createDataFrame(table), strategy, window, key="key", **columns)
+    want = replay(table, strategy, window=window, key="key", **columns)
+    cols = ["key", "window_start", "count"]
+    got = out.results.select(*cols).toArrow().sort_by([(c, "ascending") for c in cols])
+    assert (
+        got.to_pylist()
+        == want.results.select(cols).sort_by([(c, "ascending") for c in cols]).to_pylist()
+    )
+    assert out.late.count() == want.late.num_rows
+    out.unpersist()
+    with pytest.raises(InvalidInputError, match="8,500,000,038 emission intervals") as err:
+        analyze_bounds(spark.createDataFrame(table), bounds=[0, 100], window=window, **columns)
+    assert err.value.column == "arrival"
+
+
+def test_aggs_none_partitions_past_a_java_int_and_a_stream_are_refused_naming_them(
+    spark: Any,
+) -> None:
+    """Each was a bare ``TypeError``, a Py4J error (``repartition`` takes a Java int) or
+    Spark's ``AnalysisException`` about streaming sources."""
+    df = spark.createDataFrame(
+        [(0, 10, 10, "a")], "partition long, event_time long, arrival long, key string"
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    window = TumblingEventTimeWindows.of(timedelta(seconds=1))
+    columns = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    with pytest.raises(InvalidParameterError) as err:
+        window_aggregate(df, strategy, window, key="key", aggs=None, **columns)  # type: ignore[arg-type]
+    assert err.value.parameter == "aggs"
+    for n in (2**31, 0):
+        with pytest.raises(InvalidParameterError, match="from 1 to 2,147,483,647") as err:
+            window_aggregate(
+                df,
+                strategy,
+                window,
+                key="key",
+                aggs=[("mean", "event_time")],
+                num_partitions=n,
+                **columns,
+            )
+        assert err.value.parameter == "num_partitions"
+    stream = (
+        spark.readStream.format("rate")
+        .load()
+        .selectExpr(
+            "value % 2 AS partition", "value AS event_time", "value AS arrival", "'k' AS key"
+        )
+    )
+    for call in (
+        lambda: assign_watermarks(stream, strategy, **columns),
+        lambda: watermark_timeline(stream, strategy, **columns),
+        lambda: window_aggregate(stream, strategy, window, key="key", **columns),
+        lambda: analyze_bounds(stream, bounds=[0], window=window, **columns),
+    ):
+        with pytest.raises(InvalidParameterError, match=r"floodmark\.spark\.streaming") as err:
+            call()
+        assert err.value.parameter == "df"

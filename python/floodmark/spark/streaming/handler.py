@@ -184,6 +184,7 @@ class BatchHandler(ABC):
             emit_interval=self.emit_interval,
             event_time_unit=self.event_time_unit,
             arrival_unit=self.arrival_unit,
+            live=True,
         )
         self.allowance_ticks(plan)  # refused here, before the query starts
         check_channel_type(self.channels, events, plan.channel)

@@ -278,14 +278,21 @@ def flag(value: object, parameter: str) -> bool:
 
 
 def positive_int(value: object, parameter: str) -> int:
-    """An integer >= 1 (numpy integers too); a clear error for anything else."""
+    """An integer from 1 to Java's largest ``int`` (numpy integers too: a count of Spark
+    partitions); a clear error for anything else."""
     try:
         number = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         number = None
-    if number is None or number < 1:
-        raise InvalidParameterError(parameter, f"expected an int >= 1 or None, got {value!r}")
+    if number is None or not 1 <= number <= JAVA_INT_MAX:
+        raise InvalidParameterError(
+            parameter, f"expected an int from 1 to {JAVA_INT_MAX:,} or None, got {value!r}"
+        )
     return number
+
+
+#: Spark counts partitions in a Java ``int``.
+JAVA_INT_MAX = 2**31 - 1
 
 
 def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[str], str]) -> None:

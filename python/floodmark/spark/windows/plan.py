@@ -3,7 +3,7 @@ assigner and lateness, and the names of the columns the stage adds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,10 @@ def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, s
     out: list[str | tuple[str, str]] = []
     if isinstance(aggs, str):
         aggs = [aggs]
+    if not isinstance(aggs, Iterable):
+        raise InvalidParameterError(
+            "aggs", f"expected a list of aggregates, e.g. ['count'], got {aggs!r}"
+        )
     for agg in aggs:
         if agg == "count":
             out.append("count")
