@@ -155,6 +155,7 @@ def make_plan(
     :mod:`floodmark.spark.arrival`) and the plan."""
     from floodmark.spark.arrival import ordered_input_released, with_default_arrival
 
+    check_arguments(df, event_time, channel, arrival, arrival_unit)
     if not live and df.isStreaming:
         raise InvalidParameterError(
             "df",
@@ -162,7 +163,6 @@ def make_plan(
             "query use floodmark.spark.streaming (StreamingWindows, StreamingWatermarks) "
             "with writeStream.foreachBatch",
         )
-    check_arguments(df, event_time, channel, arrival, arrival_unit)
     check_topology(source_parallelism, topic, end_of_input)
     given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
