@@ -16,7 +16,7 @@ of it. The exact timing model is in ``rust/watermark/builder.rs`` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -381,6 +381,8 @@ class TimelineBuilder:
                 past the channels after the insertion (naming ``at``), or the valve is
                 full.
         """
+        if isinstance(at, str | bytes) or not isinstance(at, Iterable):
+            raise InvalidParameterError("at", f"expected a list of channel indexes, got {at!r}")
         self._inner.insert_channels([check_int64(a, "at") for a in at])
 
     def bucket_of(self, arrival: int) -> int:

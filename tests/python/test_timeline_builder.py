@@ -6,6 +6,7 @@ The Python name of the generators called at every grid time agrees with the core
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -85,9 +86,9 @@ def test_channel_indexes_out_of_range_or_not_ints_are_refused_naming_them(
 
 
 @pytest.mark.parametrize(
-    "at", [[1, 1], [2, 1], [0, 5], [-1], [0, "1"], [0, 1.0], [True], [None], [2**63]]
+    "at", [[1, 1], [2, 1], [0, 5], [-1], [0, "1"], [0, 1.0], [True], [None], [2**63], 3, "01"]
 )
-def test_channels_inserted_together_need_ascending_indexes_within_the_valve(at: list) -> None:
+def test_channels_inserted_together_need_ascending_indexes_within_the_valve(at: Any) -> None:
     """``insert_channels(at)`` takes indexes among the channels after the insertion,
     strictly ascending: anything else names ``at``, and no channel is added."""
     b = TimelineBuilder(LAG, 3, emit_interval=200)

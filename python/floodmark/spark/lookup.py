@@ -287,6 +287,13 @@ def watermark_in_force(
     return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
 
 
+def bucket_slots(timeline: Timeline) -> int:
+    """How many values :func:`in_force_by_bucket` gives: the buckets from the first to
+    one past the last (0 when there is no bucket)."""
+    first, last = timeline.first_bucket, timeline.last_bucket
+    return 0 if first is None or last is None else last - first + 2
+
+
 def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
     """``(first bucket, the combined watermark in force per bucket)`` from the first
     bucket to one past the last (a bucket before has no watermark, one after every
@@ -295,7 +302,7 @@ def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
         return None  # (a generator emitting on records changes it between grid times)
     times, wms = timeline.advances()
     first, last = timeline.first_bucket, timeline.last_bucket
-    if last - first + 2 > MAX_SPAN_BUCKETS:
+    if bucket_slots(timeline) > MAX_SPAN_BUCKETS:
         raise InvalidInputError(
             timeline.plan.arrival.name,
             f"the arrivals span {last - first + 1:,} emission intervals (buckets {first:,} "
@@ -335,8 +342,7 @@ def in_force_column(spark: SparkSession, timeline: Timeline, arrival: str) -> Co
     ``arrival`` holding its arrival in ticks: one constant array read (None when the
     span has more than :data:`MAX_CONSTANT_SLOTS` buckets or the session has no JVM
     gateway)."""
-    first, last = timeline.first_bucket, timeline.last_bucket
-    if first is not None and last is not None and last - first + 2 > MAX_CONSTANT_SLOTS:
+    if bucket_slots(timeline) > MAX_CONSTANT_SLOTS:
         return None  # before the values are built: the span may not fit in memory
     found = in_force_by_bucket(timeline)
     if found is None:
