@@ -10,9 +10,10 @@ micro-batch (``maxFilesPerTrigger``) until all are read (``availableNow``).
 
 Printed: seconds per query and ratios to Spark's own query (``withWatermark(5 s)`` +
 ``window(10 s)`` count per key, 4 shuffle partitions, the default state store, the
-``noop`` sink), for floodmark's native path (tumbling windows, ``count`` and ``sum``)
-and keyed path (``count`` and ``mean``, which only the keyed Rust operator computes),
-each writing its outputs to the ``noop`` sink; and floodmark's own bookkeeping per
+``noop`` sink), for floodmark's tumbling windows with ``count`` and ``sum`` on the
+native path (``path="native"``) and on the keyed path (``auto``, the default), and
+with ``count`` and ``mean`` (which only the keyed Rust operator computes), each writing
+its outputs to the ``noop`` sink; and floodmark's own bookkeeping per
 micro-batch (state read and written, the driver's work), in ms, and the state's bytes.
 The first queries of a session are slower (JIT): a warm-up round on two files runs
 first.
@@ -90,7 +91,9 @@ def spark_own(events: Any) -> Any:
     return counted.writeStream.format("noop").outputMode("append")
 
 
-def floodmark_query(aggs: list[Any], work: Path, progress: list[dict[str, Any]]) -> Any:
+def floodmark_query(
+    aggs: list[Any], work: Path, progress: list[dict[str, Any]], path: str = "auto"
+) -> Any:
     from floodmark import TumblingEventTimeWindows, WatermarkStrategy
     from floodmark.spark.streaming import StreamingWindows
 
@@ -108,6 +111,7 @@ def floodmark_query(aggs: list[Any], work: Path, progress: list[dict[str, Any]])
         state_location=str(work / "state"),
         outputs=noop,
         on_progress=progress.append,
+        path=path,
     )
     return lambda events: events.writeStream.foreachBatch(handler)
 
@@ -130,6 +134,9 @@ def main() -> None:
     queries = {
         "spark withWatermark + window count": lambda work, prog: spark_own,
         "floodmark native (count, sum)": lambda work, prog: floodmark_query(
+            ["count", ("sum", "value")], work, prog, "native"
+        ),
+        "floodmark auto = keyed (count, sum)": lambda work, prog: floodmark_query(
             ["count", ("sum", "value")], work, prog
         ),
         "floodmark keyed (count, mean)": lambda work, prog: floodmark_query(

@@ -1,7 +1,9 @@
-"""The native path of a live query's windows: tumbling windows, and sliding windows
-without gaps, with order-free aggregates, as Spark aggregations, batch after batch, no
-record crossing into Python (the batch pipeline's :mod:`floodmark.spark.windows.native`,
-with the windows still open carried from batch to batch).
+"""The native path of a live query's windows (``path="native"``; ``auto`` takes the
+keyed one, faster in a live query: docs/streaming.md, "The two paths"): tumbling
+windows, and sliding windows without gaps, with order-free aggregates, as Spark
+aggregations, batch after batch, no record crossing into Python (the batch pipeline's
+:mod:`floodmark.spark.windows.native`, with the windows still open carried from batch to
+batch).
 
 Why this is exact. Within one batch, as in the batch pipeline, a record meets the
 watermark ``W`` in force at its arrival; a (record, window) pair is on time if the

@@ -208,9 +208,11 @@ class StreamingWindows(BatchHandler):
         key_groups: how many groups the keys' operator state is cut into (64); part of
             the state's layout, so it cannot change between restarts.
         num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
-        path: ``auto`` (the native path where it applies, see
-            :mod:`floodmark.spark.streaming.native`), ``native`` or ``keyed``; part of the
-            state's layout, so it cannot change between restarts.
+        path: ``auto`` (the keyed path: in a live query it measured faster than the
+            native one for every window it runs, docs/performance.md), ``keyed`` or
+            ``native`` (tumbling windows and sliding windows without gaps, order-free
+            aggregates of integers: :mod:`floodmark.spark.streaming.native`); part of
+            the state's layout, so it cannot change between restarts.
         timeline: also write each batch's segment of the combined timeline (kind
             ``timeline``: ``time``, ``watermark``, ``status``, ``min_channel``).
         emissions: also write every channel's own watermark output of each batch (kind
@@ -281,17 +283,21 @@ class StreamingWindows(BatchHandler):
         self.path = path
 
     def chosen_path(self, wplan: WindowPlan) -> str:
-        """``native`` for tumbling windows and sliding windows without gaps with
-        order-free aggregates of integers (``auto``), else ``keyed``."""
-        native = candidate(wplan)
-        if self.path == "native" and not native:
+        """``native`` when asked for (refused where it does not apply), else
+        ``keyed``: unlike the batch functions, ``auto`` takes the keyed path, the faster
+        of the two in a live query (a batch's few hundred thousand windows aggregated
+        by Spark, with the open ones carried as a table, cost more than the keyed
+        operators' shuffle and snapshots)."""
+        if self.path != "native":
+            return "keyed"
+        if not candidate(wplan):
             raise InvalidParameterError(
                 "path",
                 "the native path runs tumbling windows and "
                 "sliding windows without gaps, with count and sum/min/max/first/last of "
                 "integer columns; use path='auto' or 'keyed'",
             )
-        return "native" if native and self.path != "keyed" else "keyed"
+        return "native"
 
     def window_plan(self, events: DataFrame, plan: WatermarkPlan) -> WindowPlan:
         return make_window_plan(
