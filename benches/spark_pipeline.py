@@ -22,6 +22,10 @@ combination in a process of its own (a fresh Spark session, so that the driver's
 memory is that configuration's): the identity pass, ``assign_watermarks`` and
 ``window_aggregate``, and prints each one's ratio to the identity pass and the
 driver's peak Python memory (RSS). Data generation runs in yet another process.
+``--layout channel`` writes the same rows as 16 files that each hold whole partitions
+in arrival order (a Kafka topic dumped per partition, or read with Spark's Kafka
+source, whose partitions are the topic's) instead of one file in the generator's
+order, where every Spark partition holds every channel.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute
 
 IDENTITY = "identity mapInArrow (5 columns)"
 COUNT = "native windowed count (10 s, key)"
@@ -56,13 +61,16 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def data_path(root: str, rows: int, partitions: int, span: str) -> Path:
-    """The Parquet file of one configuration, generated in a child process if missing."""
+def data_path(root: str, rows: int, partitions: int, span: str, layout: str = "arrival") -> Path:
+    """The Parquet file (``layout="channel"``: folder) of one configuration, generated
+    in a child process if missing."""
     name = (
         f"rows-{rows}.parquet"
         if (partitions, span) == (16, "1h")
         else (f"rows-{rows}-p{partitions}-{span}.parquet")
     )
+    if layout == "channel":
+        name = name.replace(".parquet", "-by-channel")
     path = Path(root) / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,13 +87,19 @@ def data_path(root: str, rows: int, partitions: int, span: str) -> Path:
                 str(partitions),
                 "--span",
                 span,
+                "--layout",
+                layout,
             ],
             check=True,
         )
     return path
 
 
-def generate(path: str, rows: int, partitions: int, span: str) -> None:
+#: Files of ``--layout channel``, each holding the partitions ``p % CHANNEL_FILES``.
+CHANNEL_FILES = 16
+
+
+def generate(path: str, rows: int, partitions: int, span: str, layout: str) -> None:
     import pyarrow.parquet as pq
 
     from floodmark.datagen import StreamSpec, generate
@@ -98,7 +112,16 @@ def generate(path: str, rows: int, partitions: int, span: str) -> None:
         quiet_from_ms=SPANS[span] // 18,
         quiet_for_ms=SPANS[span] // 30,
     )
-    pq.write_table(generate(spec).drop(["id"]), path, row_group_size=1_000_000)
+    table = generate(spec).drop(["id"])
+    if layout != "channel":
+        pq.write_table(table, path, row_group_size=1_000_000)
+        return
+    folder = Path(path)
+    folder.mkdir(parents=True)
+    home = pa.compute.bit_wise_and(table["partition"], CHANNEL_FILES - 1)
+    for f in range(CHANNEL_FILES):
+        part = table.filter(pa.compute.equal(home, f)).sort_by("arrival")
+        pq.write_table(part, folder / f"part-{f:02d}.parquet", row_group_size=1_000_000)
 
 
 def session(master: str) -> Any:
@@ -204,14 +227,17 @@ def one_config(args: argparse.Namespace) -> None:
 def grid(args: argparse.Namespace) -> None:
     parts = [int(p) for p in (args.partitions or "16").split(",")]
     spans = (args.span or "1h").split(",")
-    print(f"{args.rows:,} rows, master {args.master}, {args.repeat} rounds per configuration")
+    print(
+        f"{args.rows:,} rows ({args.layout} layout), master {args.master}, "
+        f"{args.repeat} rounds per configuration"
+    )
     print(
         f"{'partitions':>10} {'span':>5} {'identity':>9} {'assign_watermarks':>24} "
         f"{'window_aggregate':>24} {'driver peak':>12}"
     )
     for p in parts:
         for span in spans:
-            path = data_path(args.data, args.rows, p, span)
+            path = data_path(args.data, args.rows, p, span, args.layout)
             proc = subprocess.run(
                 [
                     sys.executable,
@@ -284,13 +310,19 @@ def main() -> None:
     ap.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "floodmark-bench"))
     ap.add_argument("--partitions", help="grid mode: comma-separated partition counts")
     ap.add_argument("--span", help="grid mode: comma-separated spans (1h, 24h)")
+    ap.add_argument(
+        "--layout",
+        choices=("arrival", "channel"),
+        default="arrival",
+        help="grid mode: one file in arrival order, or 16 files of whole partitions",
+    )
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     ap.add_argument("--generate", help=argparse.SUPPRESS)
     ap.add_argument("--partitions-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.generate:
-        generate(args.generate, args.rows, args.partitions_one, args.span)
+        generate(args.generate, args.rows, args.partitions_one, args.span, args.layout)
     elif args.one:
         one_config(args)
     elif args.partitions or args.span:
