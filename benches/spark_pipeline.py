@@ -23,9 +23,8 @@ memory is that configuration's): the identity pass, ``assign_watermarks`` and
 ``window_aggregate``, and prints each one's ratio to the identity pass and the
 driver's peak Python memory (RSS). Data generation runs in yet another process.
 ``--layout channel`` writes the same rows as 16 files that each hold whole partitions
-in arrival order (a Kafka topic dumped per partition, or read with Spark's Kafka
-source, whose partitions are the topic's) instead of one file in the generator's
-order, where every Spark partition holds every channel.
+in arrival order (a Kafka topic dumped per partition) instead of one file in the
+generator's order, where every Spark partition holds every channel.
 """
 
 from __future__ import annotations

@@ -22,14 +22,16 @@ def outputs(out: Any) -> dict[str, Counter[tuple[Any, ...]]]:
     return got
 
 
-def plan_of(df: Any, strategy: Any) -> Any:
-    """``(frame, plan)``: :func:`floodmark.spark.plan.make_plan` for ``df`` with the
-    ``partition``, ``arrival`` and ``event_time`` columns, 200 ms emissions."""
+def judged_to_reduce(df: Any, strategy: Any) -> bool:
+    """:func:`floodmark.spark.timeline.reduces` for ``df`` with the ``partition``,
+    ``arrival`` and ``event_time`` columns: whether the timeline stage would aggregate
+    (else it takes the records path)."""
     from datetime import timedelta
 
+    from floodmark.spark import timeline
     from floodmark.spark.plan import make_plan
 
-    return make_plan(
+    frame, plan = make_plan(
         df,
         strategy,
         event_time="event_time",
@@ -39,11 +41,4 @@ def plan_of(df: Any, strategy: Any) -> Any:
         event_time_unit=None,
         arrival_unit=None,
     )
-
-
-def judged_to_reduce(df: Any, strategy: Any) -> bool:
-    """:func:`floodmark.spark.timeline.reduces` for ``df`` (see :func:`plan_of`):
-    whether the timeline stage would aggregate (else it takes the records path)."""
-    from floodmark.spark import timeline
-
-    return timeline.reduces(*plan_of(df, strategy))
+    return timeline.reduces(frame, plan)

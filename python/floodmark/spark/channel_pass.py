@@ -17,18 +17,6 @@ it), so the two agree by construction and no rule is restated. Its combined wate
 is not used: the records read the timeline's by bucket afterwards
 (:mod:`floodmark.spark.lookup`).
 
-Where every channel's records already came from one partition of an input that only
-scans files (``Timeline.whole``: files written per topic partition, whole channels in
-each split; see :func:`floodmark.spark.timeline.scans_files` for why only files), the
-records are not shuffled at all: each partition is sorted by arrival
-where it is and runs its builder, the input's scan, this pass and its output in one
-stage. The timeline stage found them (its channel-ranges job notes each channel's
-lowest and highest input partition and its number of records); each task counts its
-channels' records and fails, naming the channel column, if one of them has fewer than
-the whole (its records split between partitions in this read of the input: a
-changed input, or splits cut otherwise), rather than giving a channel's records to
-two builders.
-
 Memory per task: one builder, bounded by the channels, whatever the rows. Where it does
 not apply (:func:`takes`), ``assign_watermarks`` keeps the per-(channel, bucket) table.
 """
@@ -38,11 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.plan import WatermarkPlan, valid_rows
@@ -65,71 +51,35 @@ def takes(plan: WatermarkPlan) -> bool:
     return plan.source_parallelism is None and plan.strategy.kind not in EVERY_GRID_KINDS
 
 
-def channel_runner(
-    plan: WatermarkPlan, channels: pa.Array, first_bucket: int, whole: pa.Array | None = None
-) -> Any:
+def channel_runner(plan: WatermarkPlan, channels: pa.Array, first_bucket: int) -> Any:
     """The function each partition runs: its records (channel, arrival ticks, event
     ticks, then the input columns; in arrival order, every record of a channel in the
-    same partition) as the input columns and their ``channel_watermark`` (ticks).
-    With ``whole`` (each channel's number of records, in the valve's order), a channel
-    with fewer records in the partition than that fails the task, naming the channel
-    column."""
-    strategy, interval, column = plan.strategy, plan.interval, plan.channel
-    expected = None if whole is None else whole.to_numpy(zero_copy_only=False)
+    same partition) as the input columns and their ``channel_watermark`` (ticks)."""
+    strategy, interval = plan.strategy, plan.interval
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         builder = TimelineBuilder(strategy, len(channels), emit_interval=interval)
         builder.start_at(first_bucket)
-        seen = np.zeros(len(channels), np.int64)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             index = pc.index_in(batch.column(0), value_set=channels)
-            if expected is not None:
-                if index.null_count:  # a channel the read before did not have
-                    raise changed_input(column, "a channel the read before did not have")
-                seen += np.bincount(index.to_numpy(zero_copy_only=False), minlength=len(seen))
             found = builder.push(index, batch.column(1), batch.column(2))
             yield pa.RecordBatch.from_arrays(
                 [*batch.columns[3:], found.channel_watermark],
                 names=[*batch.schema.names[3:], "channel_watermark"],
             )
-        if expected is not None:
-            split = np.flatnonzero((seen > 0) & (seen != expected))
-            if len(split):
-                i = int(split[0])
-                raise changed_input(
-                    column,
-                    f"channel {channels[i].as_py()!r} has {seen[i]} of its {expected[i]} "
-                    "records in one partition of this read of the input, and they were all "
-                    "in one partition of the read before",
-                )
 
     return run
 
 
-def changed_input(column: str, what: str) -> InvalidInputError:
-    return InvalidInputError(
-        column,
-        f"{what}: floodmark reads the input several times and needs the same rows, in "
-        "splits that keep each channel whole (cache or checkpoint a DataFrame that is not "
-        "deterministic first)",
-    )
-
-
 def with_channel_watermarks(
-    df: DataFrame,
-    plan: WatermarkPlan,
-    channels: pa.Array,
-    first_bucket: int,
-    *,
-    whole: pa.Array | None = None,
+    df: DataFrame, plan: WatermarkPlan, channels: pa.Array, first_bucket: int
 ) -> DataFrame:
     """``df``'s placeable records (:func:`floodmark.spark.plan.valid_rows`) with their
     ``channel_watermark`` (ticks, ``MIN`` before the channel's first emission), given
     the timeline's channels (every placeable channel, in the valve's order) and first
-    bucket; with ``whole`` (``Timeline.whole``), where they are, without a shuffle.
-    Lazy: the pass runs when the result is read."""
+    bucket. Lazy: the pass runs when the result is read."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -145,10 +95,7 @@ def with_channel_watermarks(
     )
     # By arrival alone: one integral key, which Spark radix-sorts (sorting by channel,
     # then arrival, cost 2.2 s more for 10M records of 1,000 partitions).
-    by_channel = (
-        sent if whole is not None else sent.repartition(default_partitions(df.sparkSession), _CH)
-    )
-    ordered = by_channel.sortWithinPartitions(_ARR)
+    ordered = sent.repartition(default_partitions(df.sparkSession), _CH).sortWithinPartitions(_ARR)
     fields = zip(positional, df.schema.fields, strict=True)
     schema = StructType(
         [
@@ -156,7 +103,7 @@ def with_channel_watermarks(
             StructField("channel_watermark", LongType(), False),
         ]
     )
-    out = ordered.mapInArrow(channel_runner(plan, channels, first_bucket, whole), schema)
+    out = ordered.mapInArrow(channel_runner(plan, channels, first_bucket), schema)
     return out.toDF(*df.columns, "channel_watermark")
 
 

@@ -76,8 +76,6 @@ SAMPLE_RECORDS = 20_000
 #: partitions over an hour 0.78, 16 over a day 0.53, 16 over an hour 0.03).
 RECORDS_DENSITY = 0.25
 
-_PARTITION = "__fm_partition"
-
 #: A function of one chunk of bucket rows (``bucket``, ``min_ts``, ``rows`` columns) and
 #: the combined watermark in force for each row: how many of their records may be late
 #: for a window (an upper bound). Run where the builder runs, so it must be picklable.
@@ -119,11 +117,6 @@ class Timeline:
         records: when the channel watermarks were asked for and no per-(channel,
             bucket) table was made (a generator emitting on records, or the records
             path): the placeable records with their ``channel_watermark`` (ticks).
-        whole: on the records path, when every channel's records came from one
-            partition of an input that only scans files (no shuffle, no bucketing:
-            files written per topic partition): each channel's number of records, in
-            the valve's order (:mod:`floodmark.spark.channel_pass` then needs no
-            shuffle, and checks them). None otherwise.
     """
 
     plan: WatermarkPlan
@@ -140,7 +133,6 @@ class Timeline:
     cached: list[DataFrame] = field(default_factory=list)
     record_driven: bool = False
     records: DataFrame | None = None
-    whole: pa.Array | None = None
 
     def advances(self) -> tuple[np.ndarray, np.ndarray]:
         """``(times, watermarks)`` of the rows where the combined watermark grew."""
@@ -235,42 +227,15 @@ def reduces(df: DataFrame, plan: WatermarkPlan) -> bool:
     return bool(distinct < RECORDS_DENSITY * head.num_rows)
 
 
-def shuffles(frame: DataFrame) -> bool | None:
-    """Whether ``frame``'s physical plan shuffles (None: no JVM plan to read, as on
-    Spark Connect). Without a shuffle its partitions are its sources' (a file scan's
-    splits, a Kafka read's topic partitions), the same at every read of it."""
-    try:
-        physical = str(frame._jdf.queryExecution().executedPlan().toString())
-    except Exception:
-        return None
-    return "Exchange" in physical
-
-
-def scans_files(frame: DataFrame) -> bool:
-    """Whether ``frame`` only scans files, without a shuffle or bucketing: its
-    partitions are then the files' splits, whatever the plan above the scan (a bucketed
-    table's scan is bucketed or not as the plan needs; a local relation is sliced by
-    rows after the optimizer's filters). False when the plan cannot be read."""
-    if shuffles(frame) is not False:
-        return False
-    try:
-        leaves = frame._jdf.queryExecution().executedPlan().collectLeaves()
-        scans = [leaves.apply(i) for i in range(leaves.size())]
-        return bool(scans) and all(
-            scan.getClass().getSimpleName() == "FileSourceScanExec"
-            and not scan.relation().bucketSpec().isDefined()
-            for scan in scans
-        )
-    except Exception:
-        return False
-
-
 def one_partition(frame: DataFrame) -> DataFrame:
     """``frame`` in one partition: coalesced when nothing in its plan shuffles (a scan,
-    which then runs in that one task: no shuffle of the rows), else (or when the plan
-    cannot be read) through a shuffle, so that the stages before it keep their
-    parallelism."""
-    return frame.coalesce(1) if shuffles(frame) is False else frame.repartition(1)
+    which then runs in that one task: no shuffle of the rows), else through a shuffle,
+    so that the stages before it keep their parallelism."""
+    try:
+        physical = str(frame._jdf.queryExecution().executedPlan().toString())
+    except Exception:  # no JVM plan to read (Spark Connect): the safe form
+        return frame.repartition(1)
+    return frame.repartition(1) if "Exchange" in physical else frame.coalesce(1)
 
 
 @dataclass
@@ -466,7 +431,7 @@ def compute_timelines(
         tl = found[0]
         if channel_watermarks and tl.first_bucket is not None:
             tl.records = channel_pass.with_channel_watermarks(
-                df, plan, tl.channels, tl.first_bucket, whole=tl.whole
+                df, plan, tl.channels, tl.first_bucket
             )
         return found
     agg = bucket_aggregate(df, plan, stats)
@@ -632,14 +597,24 @@ def on_executors(
     the driver gets the channel list, the timelines, the run's numbers and, with
     ``keep_emissions``, the channels' emissions compacted; the per-(channel, bucket)
     channel watermarks (from a bucket table only) stay on the executors."""
+    from pyspark.sql import functions as F
 
     from floodmark.report.partition_views import bin_edges, compact_emissions
 
     require_floodmark(agg.sparkSession)
-    summary = channel_ranges(agg, plan, records)
+    if not records:
+        ranges = agg.groupBy("channel").agg(
+            F.min("bucket").alias("lo"), F.max("bucket").alias("hi")
+        )
+    else:
+        ranges = (
+            agg.groupBy("channel")
+            .agg(F.min("arrival").alias("lo"), F.max("arrival").alias("hi"))
+            .select("channel", plan.bucket("lo").alias("lo"), plan.bucket("hi").alias("hi"))
+        )
+    summary = ranges.toArrow()
     channels, _ = channel_index(summary.column("channel"))
     at = pc.index_in(channels, value_set=summary.column("channel"))
-    whole = whole_channels(agg, summary, at) if records else None
     topology = topology_of(plan, channels, summary.column("hi").combine_chunks().take(at))
     interval, chosen = plan.interval, list(strategies)
     first, last = pc.min(summary.column("lo")).as_py(), pc.max(summary.column("hi")).as_py()
@@ -699,52 +674,7 @@ def on_executors(
     ]
     if channel_watermarks:
         result[0].cached.append(out)
-    result[0].whole = whole
     return result
-
-
-def channel_ranges(agg: DataFrame, plan: WatermarkPlan, records: bool) -> pa.Table:
-    """One row per channel of a bucket table or (``records``) of the records: its
-    first and last bucket (``lo``, ``hi``) and, for records, the lowest and highest
-    input partition its records come from (``p_lo``, ``p_hi``) and how many there are
-    (``rows``). One job."""
-    from pyspark.sql import functions as F
-
-    if not records:
-        ranges = agg.groupBy("channel").agg(
-            F.min("bucket").alias("lo"), F.max("bucket").alias("hi")
-        )
-        return ranges.toArrow()
-    ranges = (
-        agg.withColumn(_PARTITION, F.spark_partition_id())
-        .groupBy("channel")
-        .agg(
-            F.min("arrival").alias("lo"),
-            F.max("arrival").alias("hi"),
-            F.min(_PARTITION).alias("p_lo"),
-            F.max(_PARTITION).alias("p_hi"),
-            F.count("*").alias("rows"),
-        )
-    )
-    return ranges.select(
-        "channel",
-        plan.bucket("lo").alias("lo"),
-        plan.bucket("hi").alias("hi"),
-        "p_lo",
-        "p_hi",
-        "rows",
-    ).toArrow()
-
-
-def whole_channels(records: DataFrame, summary: pa.Table, at: pa.Array) -> pa.Array | None:
-    """``Timeline.whole``: each channel's number of records (in the valve's order,
-    ``at`` into ``summary``), when every channel's records came from one partition and
-    ``records`` only scans files (:func:`scans_files`); else None."""
-    if not summary.num_rows or not scans_files(records):
-        return None
-    if not pc.all(pc.equal(summary.column("p_lo"), summary.column("p_hi"))).as_py():
-        return None
-    return summary.column("rows").combine_chunks().take(at)
 
 
 def as_bucket_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from spark_helpers import judged_to_reduce, plan_of
+from spark_helpers import judged_to_reduce
 
 from floodmark import (
     EventTimeSessionWindows,
@@ -418,92 +418,3 @@ def test_one_partition_shuffles_only_what_already_shuffles(spark: Any) -> None:
     assert "Coalesce" in physical(timeline.one_partition(scan))
     grouped = scan.groupBy("channel").count()
     assert "SinglePartition" in physical(timeline.one_partition(grouped))
-
-
-def written_by_channel(stream: pa.Table, folder: Any, files: int, split: int | None = None) -> str:
-    """``stream`` as ``files`` Parquet files, each holding whole channels (``c % files``)
-    in arrival order, as a Kafka topic dumped per partition; with ``split``, that
-    channel's records are cut between two files."""
-    import pyarrow.parquet as pq
-
-    folder.mkdir()
-    part = stream["partition"].to_numpy()
-    home = part % files
-    if split is not None:
-        rows = np.flatnonzero(part == split)
-        home[rows[: len(rows) // 2]] = (split + 1) % files
-    for f in range(files):
-        pq.write_table(
-            stream.filter(pa.array(home == f)).sort_by("arrival"), folder / f"{f}.parquet"
-        )
-    return str(folder)
-
-
-def test_channels_whole_in_their_input_partitions_are_not_shuffled(
-    spark: Any, stream: pa.Table, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On the records path, where every channel's records come from one partition of an
-    input that does not shuffle (files written per partition, as a Kafka read's
-    partitions are its topic's), the channel pass runs where the records are: no
-    shuffle, the same rows as the engine. One channel cut between two files, or an input
-    that shuffles, takes the shuffle (and gives the same rows)."""
-    from floodmark.spark import channel_pass
-
-    take_path("records", monkeypatch)
-    passes: list[tuple[Any, Any]] = []
-    original = channel_pass.with_channel_watermarks
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
-        passes.append((kwargs.get("whole"), out))
-        return out
-
-    monkeypatch.setattr(channel_pass, "with_channel_watermarks", spy)
-    want = engine(stream).records.sort_by("id")
-    # Each (one-row-group) file a partition of its own.
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "1k")
-    try:
-        whole = spark.read.parquet(written_by_channel(stream, tmp_path / "whole", 4))
-        split = spark.read.parquet(written_by_channel(stream, tmp_path / "split", 4, split=7))
-        assert whole.rdd.getNumPartitions() >= 4
-        check_layouts(whole, split, passes, want)
-    finally:
-        spark.conf.unset("spark.sql.files.maxPartitionBytes")
-
-
-def check_layouts(whole: Any, split: Any, passes: list[tuple[Any, Any]], want: pa.Table) -> None:
-    for frame, shuffled in ((whole, False), (split, True), (whole.repartition(3), True)):
-        got = (
-            assign_watermarks(
-                frame, STRATEGY, event_time="event_time", channel="partition", arrival="arrival"
-            )
-            .select("id", "channel_watermark", "watermark", "is_late")
-            .toArrow()
-            .sort_by("id")
-        )
-        whole, out = passes.pop()
-        assert (whole is None) == shuffled
-        assert timeline.shuffles(out) == shuffled
-        for column in ("channel_watermark", "watermark", "is_late"):
-            assert got[column].to_pylist() == want[column].to_pylist(), column
-
-
-def test_a_channel_split_between_partitions_fails_the_unshuffled_pass(
-    spark: Any, stream: pa.Table
-) -> None:
-    """The channel pass without a shuffle counts each channel's records in its
-    partition: fewer than the whole (the input changed, or its splits were cut
-    otherwise, between two reads) fails the pass, naming the channel column, instead
-    of giving a channel's records to two builders."""
-    from floodmark.spark import channel_pass
-
-    frame, plan = plan_of(spark.createDataFrame(stream).coalesce(1), STRATEGY)
-    counts = pc.value_counts(stream["partition"]).flatten()
-    order = pc.sort_indices(counts[0])
-    channels, rows = counts[0].take(order), counts[1].take(order)
-    out = channel_pass.with_channel_watermarks(frame, plan, channels, 0, whole=rows)
-    assert out.count() == stream.num_rows  # the true counts: every channel whole
-    more = pc.add(rows, 1)  # one record more each than this read has
-    out = channel_pass.with_channel_watermarks(frame, plan, channels, 0, whole=more)
-    with pytest.raises(Exception, match=r"partition.*channel 0 has \d+ of its \d+ records"):
-        out.count()

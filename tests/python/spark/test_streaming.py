@@ -180,6 +180,26 @@ def test_a_configuration_changed_before_the_first_commit_is_taken(
         run_query(spark, source, schema, native, tmp_path / "ck")
 
 
+def test_auto_takes_the_native_path_where_the_executors_lack_floodmark(
+    spark: Any, stream: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyed path needs floodmark on the executors, the native one does not: a
+    choice made for speed (``auto``) takes the native path there where it applies,
+    rather than fail a query that Spark SQL alone completes."""
+    from floodmark.spark.streaming import windows
+
+    monkeypatch.setattr(windows, "floodmark_on_executors", lambda spark: False)
+    source = write_files(stream.slice(0, 400), tmp_path / "in", 2)
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    handler = windows_handler(tmp_path, window, timedelta(0), ["count"])
+    run_query(spark, source, spark.createDataFrame(stream).schema, handler, tmp_path / "ck")
+    assert [p["path"] for p in handler.progress] == ["native", "native"]
+    gap = EventTimeSessionWindows.with_gap(timedelta(seconds=1))
+    sessions = windows_handler(tmp_path / "s", gap, timedelta(0), ["count"])
+    plan = sessions.check(spark.createDataFrame(stream.slice(0, 10)))
+    assert sessions.fingerprint(plan)["path"] == "keyed"  # where the native one cannot
+
+
 def test_a_source_without_the_columns_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:
@@ -215,7 +235,8 @@ def test_a_changed_window_output_option_is_refused(
     (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
     versions = sorted(p.name for p in (tmp_path / "state" / "versions").iterdir())
     changed = windows_handler(tmp_path, window, timedelta(0), ["count"], **change)
-    with pytest.raises(Exception, match="configuration changed"):
+    hint = "pass path='keyed' to continue" if "path" in change else "configuration changed"
+    with pytest.raises(Exception, match=hint):
         run_query(spark, source, schema, changed, tmp_path / "ck")
     assert sorted(p.name for p in (tmp_path / "state" / "versions").iterdir()) == versions
 

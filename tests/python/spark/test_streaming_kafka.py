@@ -59,7 +59,12 @@ def produce_round(kafka: MockKafka, start: int, seconds: int) -> None:
     kafka.flush()
 
 
-def test_a_live_query_over_kafka_equals_the_batch_function(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["auto", "native"])
+def test_a_live_query_over_kafka_equals_the_batch_function(
+    spark: Any, tmp_path: Path, path: str
+) -> None:
+    """On the default path (keyed) and the native one (timestamp event times, string
+    keys)."""
     handler = StreamingWindows(
         STRATEGY,
         WINDOW,
@@ -73,6 +78,7 @@ def test_a_live_query_over_kafka_equals_the_batch_function(spark: Any, tmp_path:
         arrival_unit="ms",
         state_location=str(tmp_path / "state"),
         outputs=ParquetOutputs(str(tmp_path / "out")),
+        path=path,
     )
     with MockKafka() as kafka:
         kafka.create_topic("events", partitions=4)
@@ -93,6 +99,7 @@ def test_a_live_query_over_kafka_equals_the_batch_function(spark: Any, tmp_path:
         rows = events(kafka_read(spark, kafka.bootstrap_servers, ["events"])).toArrow()
     assert len(handler.progress) >= 4
     assert {p["channels"] for p in handler.progress[-1:]} == {4}
+    assert {p["path"] for p in handler.progress} == {"keyed" if path == "auto" else path}
     frontier = handler.progress[-1]["frontier"]
     want = window_aggregate(
         spark.createDataFrame(rows),

@@ -156,6 +156,8 @@ class StateStore:
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed:
             details = "; ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed)
+            if "path" in changed:  # auto's choice: explicit, it continues the recorded one
+                details += f" (pass path={old.get('path')!r} to continue this state)"
             raise StateError(
                 f"the streaming handler's configuration changed since the state in "
                 f"{self.location} was written ({details}); the state of one "

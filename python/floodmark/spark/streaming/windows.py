@@ -27,7 +27,7 @@ import pyarrow as pa
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.batches import runs
 from floodmark.spark.columns import quote
-from floodmark.spark.executors import require_floodmark
+from floodmark.spark.executors import floodmark_on_executors, require_floodmark
 from floodmark.spark.late import element_late
 from floodmark.spark.packed import (
     collected,
@@ -209,7 +209,8 @@ class StreamingWindows(BatchHandler):
             the state's layout, so it cannot change between restarts.
         num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
         path: ``auto`` (the keyed path: in a live query it measured faster than the
-            native one for every window it runs, docs/performance.md), ``keyed`` or
+            native one for every window it runs, docs/performance.md; the native one
+            where it applies if the executors lack floodmark), ``keyed`` or
             ``native`` (tumbling windows and sliding windows without gaps, order-free
             aggregates of integers: :mod:`floodmark.spark.streaming.native`); part of
             the state's layout, so it cannot change between restarts.
@@ -281,23 +282,28 @@ class StreamingWindows(BatchHandler):
                 "path", f"expected 'auto', 'native' or 'keyed', got {path!r}"
             )
         self.path = path
+        self._executors: bool | None = None  # floodmark on the executors, for auto
 
     def chosen_path(self, wplan: WindowPlan) -> str:
-        """``native`` when asked for (refused where it does not apply), else
-        ``keyed``: unlike the batch functions, ``auto`` takes the keyed path, the faster
-        of the two in a live query (a batch's few hundred thousand windows aggregated
-        by Spark, with the open ones carried as a table, cost more than the keyed
-        operators' shuffle and snapshots)."""
-        if self.path != "native":
-            return "keyed"
-        if not candidate(wplan):
+        """``native`` when asked for (refused where it does not apply), ``keyed`` when
+        asked for. ``auto``, unlike the batch functions', takes the keyed path, the
+        faster of the two in a live query (a batch's few hundred thousand windows
+        aggregated by Spark, with the open ones carried as a table, cost more than the
+        keyed operators' shuffle and snapshots), unless the executors lack floodmark
+        (:meth:`check` asks), which the keyed path needs and the native one does not:
+        then the native path where it applies. A choice made for speed does not make a
+        query fail that a path running only Spark SQL completes."""
+        native = candidate(wplan)
+        if self.path == "native" and not native:
             raise InvalidParameterError(
                 "path",
                 "the native path runs tumbling windows and "
                 "sliding windows without gaps, with count and sum/min/max/first/last of "
                 "integer columns; use path='auto' or 'keyed'",
             )
-        return "native"
+        if self.path == "auto":
+            return "keyed" if self._executors or not native else "native"
+        return self.path
 
     def window_plan(self, events: DataFrame, plan: WatermarkPlan) -> WindowPlan:
         return make_window_plan(
@@ -325,6 +331,8 @@ class StreamingWindows(BatchHandler):
     def check(self, events: DataFrame) -> WatermarkPlan:
         plan = self.watermark_plan(events)
         self._plan = self.window_plan(events, plan)
+        if self.path == "auto" and self._executors is None:  # asked once per handler
+            self._executors = floodmark_on_executors(events.sparkSession)
         self.chosen_path(self._plan)
         return plan
 
