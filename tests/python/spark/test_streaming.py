@@ -200,6 +200,26 @@ def test_auto_takes_the_native_path_where_the_executors_lack_floodmark(
     assert sessions.fingerprint(plan)["path"] == "keyed"  # where the native one cannot
 
 
+def test_auto_keeps_the_path_of_the_committed_state(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """A state committed on the native path (``auto`` of an earlier floodmark, or
+    executors without floodmark then) goes on natively under ``auto``, instead of being
+    refused as a changed configuration; a fresh state takes the keyed path."""
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    native = windows_handler(tmp_path, window, timedelta(0), ["count"], path="native")
+    run_query(spark, source, schema, native, tmp_path / "ck")
+    (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
+    auto = windows_handler(tmp_path, window, timedelta(0), ["count"])
+    run_query(spark, source, schema, auto, tmp_path / "ck")
+    assert [p["path"] for p in auto.progress] == ["native"]
+    fresh = windows_handler(tmp_path / "fresh", window, timedelta(0), ["count"])
+    run_query(spark, source, schema, fresh, tmp_path / "fresh" / "ck")
+    assert {p["path"] for p in fresh.progress} == {"keyed"}
+
+
 def test_a_source_without_the_columns_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:
@@ -235,7 +255,9 @@ def test_a_changed_window_output_option_is_refused(
     (source / "part-00009.parquet").write_bytes((source / "part-00001.parquet").read_bytes())
     versions = sorted(p.name for p in (tmp_path / "state" / "versions").iterdir())
     changed = windows_handler(tmp_path, window, timedelta(0), ["count"], **change)
-    hint = "pass path='keyed' to continue" if "path" in change else "configuration changed"
+    hint = (
+        "pass path='keyed' or 'auto' to continue" if "path" in change else "configuration changed"
+    )
     with pytest.raises(Exception, match=hint):
         run_query(spark, source, schema, changed, tmp_path / "ck")
     assert sorted(p.name for p in (tmp_path / "state" / "versions").iterdir()) == versions

@@ -170,6 +170,11 @@ class BatchHandler(ABC):
     ) -> BatchResult:
         """The batch's work (see the module docstring, step 4)."""
 
+    def resume(self, store: StateStore) -> None:
+        """Adopts what a choice left to floodmark resolved to in the committed state
+        (before the fingerprint is compared); nothing by default."""
+        return None
+
     # --- the protocol ----------------------------------------------------------------
 
     def watermark_plan(self, events: DataFrame) -> WatermarkPlan:
@@ -220,6 +225,7 @@ class BatchHandler(ABC):
         spark = batch.sparkSession
         store = StateStore(spark, self.state_location)
         query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
+        self.resume(store)
         store.check_identity(query_id, self.fingerprint(plan))
         if store.is_committed(batch_id):  # a committed batch run again by Spark
             self.publish(store, batch_id, store.summary(batch_id).get("kinds", []))

@@ -124,6 +124,14 @@ class StateStore:
 
     # --- identity --------------------------------------------------------------------
 
+    def committed_setting(self, name: str) -> Any:
+        """The configuration value ``name`` recorded with committed batches (None when
+        nothing is committed or it was not recorded)."""
+        path = self.path("_identity.json")
+        if not self.exists(path) or not self.committed():
+            return None
+        return json.loads(self.read(path)).get("config", {}).get(name)
+
     def check_identity(self, query_id: str | None, fingerprint: dict[str, Any]) -> None:
         """Refuses a state location of another query, or of another configuration once
         a batch is committed; records them on first use. Before the first commit the
@@ -156,8 +164,8 @@ class StateStore:
         changed = sorted(k for k in set(old) | set(fingerprint) if old.get(k) != fingerprint.get(k))
         if changed:
             details = "; ".join(f"{k}: {old.get(k)!r} -> {fingerprint.get(k)!r}" for k in changed)
-            if "path" in changed:  # auto's choice: explicit, it continues the recorded one
-                details += f" (pass path={old.get('path')!r} to continue this state)"
+            if "path" in changed:
+                details += f" (pass path={old.get('path')!r} or 'auto' to continue this state)"
             raise StateError(
                 f"the streaming handler's configuration changed since the state in "
                 f"{self.location} was written ({details}); the state of one "

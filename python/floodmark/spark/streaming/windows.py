@@ -210,7 +210,8 @@ class StreamingWindows(BatchHandler):
         num_partitions: partitions of the keyed shuffle (Spark's default parallelism).
         path: ``auto`` (the keyed path: in a live query it measured faster than the
             native one for every window it runs, docs/performance.md; the native one
-            where it applies if the executors lack floodmark), ``keyed`` or
+            where it applies if the executors lack floodmark; on a state with committed
+            batches, the path they were written with), ``keyed`` or
             ``native`` (tumbling windows and sliding windows without gaps, order-free
             aggregates of integers: :mod:`floodmark.spark.streaming.native`); part of
             the state's layout, so it cannot change between restarts.
@@ -283,6 +284,7 @@ class StreamingWindows(BatchHandler):
             )
         self.path = path
         self._executors: bool | None = None  # floodmark on the executors, for auto
+        self._resumed: str | None = None  # the path auto took in the committed state
 
     def chosen_path(self, wplan: WindowPlan) -> str:
         """``native`` when asked for (refused where it does not apply), ``keyed`` when
@@ -292,7 +294,11 @@ class StreamingWindows(BatchHandler):
         keyed operators' shuffle and snapshots), unless the executors lack floodmark
         (:meth:`check` asks), which the keyed path needs and the native one does not:
         then the native path where it applies. A choice made for speed does not make a
-        query fail that a path running only Spark SQL completes."""
+        query fail that a path running only Spark SQL completes. On a state with
+        committed batches ``auto`` keeps the path they were written with
+        (:meth:`resume`): a state written by an earlier floodmark, whose ``auto``
+        preferred the native path, or before floodmark reached the executors, goes on
+        as it was."""
         native = candidate(wplan)
         if self.path == "native" and not native:
             raise InvalidParameterError(
@@ -302,8 +308,14 @@ class StreamingWindows(BatchHandler):
                 "integer columns; use path='auto' or 'keyed'",
             )
         if self.path == "auto":
+            if self._resumed == "keyed" or (self._resumed == "native" and native):
+                return self._resumed
             return "keyed" if self._executors or not native else "native"
         return self.path
+
+    def resume(self, store: StateStore) -> None:
+        if self.path == "auto":
+            self._resumed = store.committed_setting("path")
 
     def window_plan(self, events: DataFrame, plan: WatermarkPlan) -> WindowPlan:
         return make_window_plan(
