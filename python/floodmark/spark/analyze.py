@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote
@@ -42,7 +42,7 @@ from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
-from floodmark.vocabulary import SAFE
+from floodmark.vocabulary import SAFE, SAFE_PARAM
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -151,7 +151,18 @@ def analyze_bounds(
             if idle is not None:
                 strategy = strategy.with_idleness(idle)
             strategies.append(strategy_in_ticks(strategy, ev.unit, arr.unit))
-        timelines = compute_timelines(df, base, strategies)
+        if max(size, slide, abs(offset)) >= SAFE_PARAM:
+            raise InvalidParameterError(
+                "window", "analyze_bounds takes window sizes, slides and offsets under 2^60 ticks"
+            )
+        timelines = compute_timelines(df, base, strategies, stats=True)
+        low_high = timelines[0].event_range
+        if low_high is not None and (low_high[0] <= -SAFE or low_high[1] >= SAFE):
+            raise InvalidInputError(
+                ev.name,
+                "analyze_bounds' window arithmetic needs event times within 2^62 ticks of "
+                f"zero; the input's range is {low_high[0]} to {low_high[1]}",
+            )
         curves = [tl.advances() for tl in timelines]
         needed = dict.fromkeys([*keys, channel, arr.name, ev.name])
         recs = (

@@ -6,8 +6,10 @@ sum wraps past ``Long.MAX_VALUE`` to a large negative number (and such a record 
 late for any watermark above it). Spark's ANSI mode fails on overflow instead of
 wrapping, so the sum is computed in two parts that stay in range. The Rust window
 operator applies the same rule to the records that land in no window; this is its SQL
-transcription, used by ``assign_watermarks`` (``is_late``, lateness 0), both window
-paths, the keyed path's side-output filter and ``analyze_bounds``
+transcription, used by ``assign_watermarks`` (``is_late``, lateness 0), the keyed
+path's late candidates (batch and live) and ``analyze_bounds``; the native path tests
+a window instead (open while its ``max_ts + allowedLateness`` is above the watermark:
+the same rule for the window's last timestamp, in its own overflow-checked arithmetic)
 (``tests/python/spark/test_late.py`` checks it against Java arithmetic at the ends of
 the range).
 """

@@ -63,8 +63,9 @@ EMISSIONS_SCHEMA = pa.schema(
 class ChannelFeeder:
     """One channel's records through the driver, chunk after chunk: each chunk's grid
     stops before the bucket of the next chunk's first arrival, and the records of the
-    last arrival seen wait for the next chunk (a record must not see the emissions of
-    records of its own arrival)."""
+    last bucket seen wait for the next chunk (no grid time may fall between them and
+    the records that follow in the same bucket, and a record must not see the
+    emissions of records of its own arrival)."""
 
     def __init__(self, plan: WatermarkPlan, start: int, until: int, schema: pa.Schema) -> None:
         self.strategy, self.interval = plan.strategy, plan.interval
@@ -86,20 +87,19 @@ class ChannelFeeder:
         if self.held is not None:
             rows = pa.concat_tables([self.held, rows])
             self.held = None
+        until = self.until
         if rows.num_rows == 0:
             if not last:
                 return None, None
         elif not last:
-            arrivals = rows.column(_ARR)
-            cut = pc.index(arrivals, arrivals[-1]).as_py()  # the last arrival's first row
+            # The last bucket waits: its grid time comes after records still to come.
+            arrivals = rows.column(_ARR).to_numpy(zero_copy_only=False)
+            before = grid_before(int(arrivals[-1]), self.interval)
+            cut = 0 if before < I64_MIN else int(np.searchsorted(arrivals, before, "right"))
             self.held, rows = rows.slice(cut), rows.slice(0, cut)
             if rows.num_rows == 0:
                 return None, None
-        if last or self.held is None:
-            until = self.until
-        else:  # the grid stops before the bucket of the next chunk's first arrival
-            next_arrival = self.held.column(_ARR)[0].as_py()
-            until = (-((-next_arrival) // self.interval) - 1) * self.interval
+            until = before  # at or after start: the held bucket's grid time was not run
         until = max(until, self.start)
         marker = rows.column(_MARK) if self.strategy.kind == "punctuated" else None
         res = drive(
@@ -119,6 +119,12 @@ class ChannelFeeder:
         return rows.append_column("channel_watermark", res.record_watermark), pa.record_batch(
             [seq, *em.columns], names=["seq", *em.schema.names]
         )
+
+
+def grid_before(arrival: int, interval: int) -> int:
+    """The last grid time before ``arrival``'s own (the first at or after it): the
+    grid time a chunk whose next record arrives at ``arrival`` is driven to."""
+    return (-((-arrival) // interval) - 1) * interval
 
 
 def channel_runner(
@@ -298,10 +304,12 @@ def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) ->
     times = timeline.table.column("time").to_numpy(zero_copy_only=False)
     wms = timeline.table.column("watermark").to_numpy(zero_copy_only=False)
     if len(times) > MAX_SHIPPED_TIMELINE:
+        marker = timeline.plan.marker
         raise InvalidInputError(
+            marker.name if marker is not None else "strategy",
             f"the combined watermark of this generator changed {len(times):,} times, more "
             f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
-            "executors; a periodic strategy changes it at most once per emission interval"
+            "executors; a periodic strategy changes it at most once per emission interval",
         )
     with_arrival = records.select("*", arrival.alias(_ARR))
     names = with_arrival.columns

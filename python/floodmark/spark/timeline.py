@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark import channel_pass
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import floodmark_on_executors, require_floodmark
@@ -65,6 +65,12 @@ if TYPE_CHECKING:
 #: The per-(channel, bucket) table comes to the driver when it has at most this many
 #: rows (a collect that stops at one more); a larger one stays on the executors.
 MAX_DRIVER_BUCKET_ROWS = 1 << 19
+
+#: The driver's builder takes a small table in chunks of this many rows, as a Spark
+#: task takes a large one (Spark's default ``arrow.maxRecordsPerBatch``): the core's
+#: bound on a processing-time lag's calls per chunk then refuses the same inputs on
+#: either path.
+DRIVER_CHUNK_ROWS = 10_000
 
 #: How many placeable records from the input's start :func:`reduces` reads to judge
 #: whether the per-(channel, bucket) aggregation would reduce the records; an input
@@ -95,7 +101,8 @@ class Timeline:
         channels: the channel values, in the valve's order.
         first_bucket, last_bucket: the grid buckets of the first and last arrival
             (None for no placeable record).
-        rows: the number of placeable records.
+        rows: the number of placeable records (None where no pass counted them: the
+            aggregation without ``stats``, whose rows are ``(channel, bucket)`` pairs).
         event_range: smallest and largest event time (ticks) of the placeable records,
             when the aggregation gave ``min_ts`` (``stats``); None otherwise or for no
             records.
@@ -124,7 +131,7 @@ class Timeline:
     channels: pa.Array
     first_bucket: int | None
     last_bucket: int | None
-    rows: int
+    rows: int | None
     event_range: tuple[int, int] | None = None
     maybe_late: int | None = None
     buckets: pa.Table | None = None
@@ -250,6 +257,7 @@ class Run:
     first: int | None = None
     last: int | None = None
     rows: int = 0
+    counted: bool = True
     low: int | None = None
     high: int | None = None
 
@@ -265,9 +273,12 @@ class Run:
         if self.first is None:
             self.first = first
         self.last = last
-        self.rows += (
-            int(pc.sum(batch.column("rows")).as_py()) if "rows" in names else batch.num_rows
-        )
+        if "rows" in names:
+            self.rows += int(pc.sum(batch.column("rows")).as_py())
+        elif "bucket" in names:  # bucket rows without their records' count
+            self.counted = False
+        else:
+            self.rows += batch.num_rows
         high = pc.max(batch.column("max_ts")).as_py()
         self.high = high if self.high is None else max(self.high, high)
         if "min_ts" in names:
@@ -278,7 +289,7 @@ class Run:
         return {
             "first": self.first,
             "last": self.last,
-            "rows": self.rows,
+            "rows": self.rows if self.counted else None,
             "low": self.low,
             "high": self.high,
             "maybe_late": self.maybe_late,
@@ -426,14 +437,20 @@ def compute_timelines(
         and not reduces(df, plan)
         and floodmark_on_executors(df.sparkSession)
     ):
+        from floodmark.spark.lookup import MAX_SPAN_BUCKETS, bucket_slots
+
         records = placeable(df, plan, "max_ts")
         found = on_executors(records, plan, chosen, False, keep, probe, records=True, stats=stats)
         tl = found[0]
-        if channel_watermarks and tl.first_bucket is not None:
-            tl.records = channel_pass.with_channel_watermarks(
-                df, plan, tl.channels, tl.first_bucket
-            )
-        return found
+        # The records read the combined watermark per bucket of the span; over a span
+        # too wide for that (an outlier arrival) the aggregation's join serves them:
+        # the choice stays one of speed.
+        if not channel_watermarks or bucket_slots(tl) <= MAX_SPAN_BUCKETS:
+            if channel_watermarks and tl.first_bucket is not None:
+                tl.records = channel_pass.with_channel_watermarks(
+                    df, plan, tl.channels, tl.first_bucket
+                )
+            return found
     agg = bucket_aggregate(df, plan, stats)
     agg.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -492,7 +509,7 @@ def on_driver(
     try:
         rows = list(
             run_builders(
-                iter(table.combine_chunks().to_batches()),
+                iter(table.combine_chunks().to_batches(max_chunksize=DRIVER_CHUNK_ROWS)),
                 channels,
                 strategies,
                 plan.interval,
@@ -559,7 +576,7 @@ def timeline_of(
         channels,
         run.first,
         run.last,
-        run.rows,
+        run.rows if run.counted else None,
         event_range=event_range,
         maybe_late=run.maybe_late[j] if probe is not None else None,
         buckets=buckets,
@@ -640,8 +657,13 @@ def on_executors(
                     kept = rows.select(["channel", "bucket", "channel_watermark", "watermark"])
                     yield from pack("buckets", kept)
                 yield from drain(run, edges)
-        except InvalidInputError as err:  # reported by the driver, naming the column
-            error = {"column": getattr(err, "column", ""), "message": str(err)}
+        except (InvalidInputError, InvalidParameterError) as err:  # raised by the driver
+            # (a task failure would be retried first, and name nothing)
+            error = {
+                "column": getattr(err, "column", None),
+                "parameter": getattr(err, "parameter", None),
+                "message": str(err),
+            }
             yield from pack("error", pa.RecordBatch.from_pylist([error]))
             return
         yield from drain(run, edges)
@@ -692,6 +714,9 @@ def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
     for kind, batch in unpack_local(packed):
         if kind == "error":
             error = batch.to_pylist()[0]
+            if error["parameter"] is not None:
+                text = error["message"].split("`: ", 1)[-1]
+                raise InvalidParameterError(error["parameter"], text)
             raise input_error(plan, error["column"], error["message"])
         if kind in ("timeline", "emissions"):
             j = batch.column("strategy")[0].as_py()
@@ -703,6 +728,8 @@ def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
                 run.maybe_late[j] = n.pop("maybe_late") or 0
                 for name, value in n.items():
                     setattr(run, name, value)
+                if n["rows"] is None:
+                    run.rows, run.counted = 0, False
     return run
 
 

@@ -97,3 +97,24 @@ def test_nearest_rank() -> None:
     assert nearest_rank(v, np.array([1, 1, 1]), 0.5) == 2.0
     assert nearest_rank(v, np.array([0, 5, 1]), 0.99) == 2.0
     assert np.isnan(nearest_rank(v, np.zeros(3, dtype=np.int64), 0.5))
+
+
+@pytest.mark.parametrize("end", [-(2**63), 2**63 - 10])
+def test_event_times_at_the_ends_of_the_long_range_are_refused_naming_the_column(
+    spark: Any, end: int
+) -> None:
+    """The window arithmetic (``ts - offset``, ``start + size``) overflowed under ANSI
+    mode with a bare ``ArithmeticException``; now refused, naming the column."""
+    from floodmark.exceptions import InvalidInputError
+
+    rows = [(i % 2, end + (i if end < 0 else -i), 1_000 + i, "a") for i in range(10)]
+    frame = spark.createDataFrame(rows, "partition long, event_time long, arrival long, key string")
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    with pytest.raises(InvalidInputError, match="within 2\\^62") as err:
+        analyze_bounds(frame, bounds=BOUNDS, window=window, key="key", **COLS)
+    assert err.value.column == "event_time"
+    with pytest.raises(InvalidParameterError, match="under 2\\^60") as perr:
+        analyze_bounds(
+            frame, bounds=BOUNDS, window=TumblingEventTimeWindows.of(2**61), key="key", **COLS
+        )
+    assert perr.value.parameter == "window"

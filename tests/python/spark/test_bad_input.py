@@ -397,6 +397,31 @@ def test_arrival_at_the_ends_of_the_long_range_is_named_in_the_builder_task(
     assert err.value.column == "arr"
 
 
+@pytest.mark.parametrize("where", ["driver", "executors", "records"])
+def test_too_much_processing_time_lag_work_names_emit_interval_on_every_path(
+    spark: Any, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A processing-time lag calls every channel at every grid time; over a span that
+    makes more calls than the core's bound the refusal names ``emit_interval`` wherever
+    the builder runs (a Spark task raised it as a task failure, retried first)."""
+    from floodmark.spark import timeline
+
+    if where == "records":
+        monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 2)
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+    elif where == "executors":
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 2.0)
+        monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 1)
+    far = (1 << 28) * 200  # 2^28 grid times later: 2 channels x 2^28 calls
+    df = spark.createDataFrame(
+        [(0, 0, 0, "a", 1), (1, 0, 0, "a", 1), (0, far, far, "a", 1)], SCHEMA
+    )
+    lag = WatermarkStrategy.for_processing_time_lag(timedelta(seconds=1))
+    with pytest.raises(InvalidParameterError, match="processing-time-lag") as err:
+        watermark_timeline(df, lag, **COLUMNS)
+    assert err.value.parameter == "emit_interval"
+
+
 def persisted(spark: Any) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
 
@@ -476,12 +501,22 @@ def test_names_and_durations_come_in_any_iterable() -> None:
         listed("5s", "bounds")
 
 
-def test_one_arrival_far_from_the_others_is_no_memory_error(spark: Any) -> None:
+@pytest.mark.parametrize("records_path", [False, True], ids=["aggregation", "records"])
+def test_one_arrival_far_from_the_others_is_no_memory_error(
+    spark: Any, records_path: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """One arrival at 0 among epoch-millisecond ones spans 8.5e9 emission intervals: the
     per-bucket watermarks were built densely over it (a 63 GiB array, a numpy
     ``MemoryError``). ``window_aggregate`` now takes the keyed operator, as for any span
-    wider than its lookup, and equals replay; ``analyze_bounds``, which needs the
-    per-bucket values, refuses it naming the arrival column."""
+    wider than its lookup, and equals replay; ``assign_watermarks`` equals replay on
+    either timeline path (the records path's per-bucket lookup cannot serve the span:
+    the aggregation's join does); ``analyze_bounds``, which needs the per-bucket
+    values, refuses it naming the arrival column."""
+    from floodmark.spark import timeline
+
+    if records_path:  # as a sample of many sparse channels would choose
+        monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 5)
+        monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
     import pyarrow as pa
 
     from floodmark.replay import replay
@@ -508,7 +543,15 @@ def test_one_arrival_far_from_the_others_is_no_memory_error(spark: Any) -> None:
         == want.results.select(cols).sort_by([(c, "ascending") for c in cols]).to_pylist()
     )
     assert out.late.count() == want.late.num_rows
+    assert out.timeline.rows == table.num_rows
     out.unpersist()
+    assigned = assign_watermarks(spark.createDataFrame(table), strategy, **columns).toArrow()
+    order = [(c, "ascending") for c in ("arrival", "partition")]
+    cols = ["arrival", "partition", "channel_watermark", "watermark", "is_late"]
+    assert (
+        assigned.sort_by(order).select(cols).to_pylist()
+        == want.records.sort_by(order).select(cols).to_pylist()
+    )
     with pytest.raises(InvalidInputError, match="8,500,000,038 emission intervals") as err:
         analyze_bounds(spark.createDataFrame(table), bounds=[0, 100], window=window, **columns)
     assert err.value.column == "arrival"

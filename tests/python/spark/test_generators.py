@@ -5,6 +5,7 @@ per-channel driver continues across chunks) and with the valve in one Spark task
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import Counter
 from datetime import timedelta
@@ -166,3 +167,76 @@ def test_a_punctuated_marker_of_another_type_is_refused(spark: Any, table: pa.Ta
             channel="partition",
             arrival="arrival",
         )
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    [[4], [3], [1, 2, 3, 4, 5], [2, 5]],
+    ids=["bucket-straddles", "arrival-straddles", "row-by-row", "mixed"],
+)
+def test_the_per_channel_pass_continues_a_bucket_across_chunks(cuts: list[int]) -> None:
+    """A channel's records cut into chunks anywhere (one bucket's records in two
+    chunks: 210 in one, 220 in the next) give the output of one call over the whole
+    channel (the chunk's grid must not pass records still to come in its last bucket)."""
+    from types import SimpleNamespace
+
+    from floodmark import drive
+    from floodmark.spark.packed import unpack_local
+
+    strategy = STRATEGIES["punctuated+idle"]
+    plan = SimpleNamespace(strategy=strategy, interval=200)
+    x = {"arrival": [50, 100, 150, 210, 220, 230, 420], "ts": [40, 90, 140, 200, 215, 5, 400]}
+    marks = [None, 80, None, 190, 205, None, 390]
+    names = [per_channel._CH, per_channel._ARR, per_channel._TS, per_channel._MARK]
+    whole = pa.table(
+        [
+            pa.array(["x"] * 7),
+            pa.array(x["arrival"]),
+            pa.array(x["ts"]),
+            pa.array(marks, pa.int64()),
+        ],
+        names=names,
+    )
+    tail = pa.table(
+        [pa.array(["y"]), pa.array([600]), pa.array([599]), pa.array([None], pa.int64())],
+        names=names,
+    )
+    edges = [0, *cuts, 7]
+    chunks = [whole.slice(a, b - a) for a, b in itertools.pairwise(edges)]
+    chunks[-1] = pa.concat_tables([chunks[-1], tail])
+    run = per_channel.channel_runner(plan, pa.array(["x", "y"]), 50, 600, names, True)
+    task = run(iter([b for c in chunks for b in c.to_batches()]))  # one Spark task
+    packed = pa.Table.from_batches(list(task))
+    got = [(k, b) for k, b in unpack_local(packed)]
+    emitted = pa.Table.from_batches([b for k, b in got if k == "emissions"])
+    want = drive(
+        strategy, x["ts"], x["arrival"], emit_interval=200, start=50, until=600, marker=marks
+    )
+    mine = emitted.filter(pa.compute.equal(emitted["channel"], 0))
+    assert mine.select(["time", "kind", "watermark"]).to_pylist() == (
+        want.emissions.select(["time", "kind", "watermark"]).to_pylist()
+    )
+    records = [b for k, b in got if k == "records"]
+    assert pa.Table.from_batches(records)["channel_watermark"].to_pylist()[:7] == (
+        want.record_watermark.to_pylist()
+    )
+
+
+def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
+    spark: Any, table: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records read a punctuated generator's combined watermark from its timeline,
+    shipped to the executors up to a bound; above it the error names the marker column
+    (it named its own message as the column)."""
+    from floodmark.exceptions import InvalidInputError
+
+    monkeypatch.setattr(per_channel, "MAX_SHIPPED_TIMELINE", 3)
+    with pytest.raises(InvalidInputError, match=r"changed .* times") as err:
+        assign_watermarks(
+            spark.createDataFrame(table),
+            STRATEGIES["punctuated+idle"],
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+        )
+    assert err.value.column == "marker"

@@ -7,6 +7,7 @@ columns are refused."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from streaming_helpers import before, read_output, run_query, write_files, write_parts
+from streaming_helpers import (
+    before,
+    names,
+    read_output,
+    run_query,
+    write_files,
+    write_parts,
+)
 
 from floodmark import (
     EventTimeSessionWindows,
@@ -855,3 +863,124 @@ def test_check_refuses_a_bad_allowance_and_a_record_driven_strategy_first(
     )
     with pytest.raises(InvalidParameterError, match=r"`strategy`.*not 'punctuated'"):
         handler.check(events.withColumn("key", events["key"].cast("boolean")))
+
+
+def markers(folder: Path) -> list[str]:
+    """The batch ids with a floodmark marker under ``folder/state``."""
+    return [n for n in names(folder / "state" / "commits") if n.isdigit()]
+
+
+def test_a_state_restored_apart_from_its_checkpoint_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """The checkpoint and the state parted (the state restored from an older copy, or
+    the checkpoint from an older one): refused, naming the batches, nothing written;
+    restored together, the query goes on."""
+    schema = spark.createDataFrame(stream).schema
+    parts = [stream.slice(i, 500) for i in range(0, 2_000, 500)]
+    source = write_parts(parts[:1], tmp_path / "in")
+    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    shutil.copytree(tmp_path / "state", tmp_path / "state-after-0")
+    shutil.copytree(tmp_path / "ck", tmp_path / "ck-after-0")
+    write_parts(parts[:3], source)  # the same first file, two new ones
+    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    assert markers(tmp_path) == ["1", "2"]
+    write_parts(parts, source)
+    newer_state = tmp_path / "state-after-2"
+    shutil.copytree(tmp_path / "state", newer_state)
+    # The state behind the checkpoint: batch 3 would miss the rows of batches 1 and 2.
+    shutil.rmtree(tmp_path / "state")
+    shutil.copytree(tmp_path / "state-after-0", tmp_path / "state")
+    with pytest.raises(Exception, match=r"newest batch committed .* is 0.*batches 1-2 are not"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    assert markers(tmp_path) == ["0"]
+    # The checkpoint behind the state: batch 1 again would replace committed outputs.
+    shutil.rmtree(tmp_path / "state")
+    shutil.copytree(newer_state, tmp_path / "state")
+    with pytest.raises(Exception, match=r"batch 2 is committed .* the checkpoint is behind"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck-after-0")
+    assert markers(tmp_path) == ["1", "2"]
+    # Together, they go on.
+    handler = watermarks_handler(tmp_path)
+    run_query(spark, source, schema, handler, tmp_path / "ck")
+    assert [p["batch_id"] for p in handler.progress] == [3]
+
+
+def test_a_damaged_committed_state_is_refused(spark: Any, stream: pa.Table, tmp_path: Path) -> None:
+    schema = spark.createDataFrame(stream).schema
+    parts = [stream.slice(i, 500) for i in range(0, 1_000, 500)]
+    source = write_parts(parts[:1], tmp_path / "in")
+    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    (tmp_path / "state" / "versions" / "0" / "builder.bin").unlink()
+    write_parts(parts, source)
+    with pytest.raises(Exception, match=r"state of batch 0 is damaged: .*builder.bin is missing"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+
+
+def test_a_channel_column_of_another_type_after_a_restart_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    parts = [stream.slice(i, 500) for i in range(0, 1_000, 500)]
+    source = write_parts(parts[:1], tmp_path / "in")
+    run_query(
+        spark,
+        source,
+        spark.createDataFrame(stream).schema,
+        watermarks_handler(tmp_path),
+        tmp_path / "ck",
+    )
+    index = stream.schema.get_field_index("partition")
+    text = [p.set_column(index, "partition", p["partition"].cast(pa.string())) for p in parts]
+    shutil.rmtree(source)
+    write_parts(text, source)
+    schema = spark.createDataFrame(text[0]).schema
+    with pytest.raises(Exception, match=r"channel column 'partition' is string, but the state"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    assert markers(tmp_path) == ["0"]
+
+
+def test_publishing_goes_on_where_an_interrupted_move_stopped(spark: Any, tmp_path: Path) -> None:
+    """A move of a staged batch cut short (a file system that renames a folder file by
+    file, as S3A does) is finished by the next attempt, nothing lost; a whole folder
+    moves in one rename."""
+    from floodmark.spark.streaming.state import StateStore
+
+    files = StateStore(spark, str(tmp_path))
+    staged, final = tmp_path / "_staging-7", tmp_path / "batch=7"
+    staged.mkdir()
+    for name in ("a.parquet", "b.parquet", "c.parquet", "_SUCCESS"):
+        (staged / name).write_text(name)
+    final.mkdir()  # the interrupted move: a moved, b copied but not yet deleted
+    (staged / "a.parquet").rename(final / "a.parquet")
+    (final / "b.parquet").write_text("b.parquet")
+    files.move_into(str(staged), str(final))
+    assert names(final) == ["_SUCCESS", "a.parquet", "b.parquet", "c.parquet"]
+    assert all((final / n).read_text() == n for n in names(final))
+    assert not staged.exists()
+    again = tmp_path / "_staging-8"
+    again.mkdir()
+    (again / "x.parquet").write_text("x")
+    files.move_into(str(again), str(tmp_path / "batch=8"))
+    assert names(tmp_path / "batch=8") == ["x.parquet"] and not again.exists()
+
+
+def test_a_background_state_write_that_fails_fails_the_batch(spark: Any) -> None:
+    """The state writes that run beside the outputs are waited for, and their error is
+    raised in the batch's thread (never lost with the thread); while another error is on
+    its way, waiting does not replace it."""
+    from floodmark.spark.streaming.handler import Background
+
+    done: list[int] = []
+    background = Background()
+    background.start(lambda: done.append(spark.range(3).count()))
+
+    def fails() -> None:
+        raise OSError("disk full")
+
+    background.start(fails)
+    with pytest.raises(OSError, match="disk full"):
+        background.wait()
+    assert done == [3]
+    background.start(fails)
+    background.wait(raise_errors=False)
+    background.wait()  # nothing left

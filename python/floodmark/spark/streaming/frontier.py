@@ -138,6 +138,13 @@ def with_ticks(df: DataFrame, plan: WatermarkPlan, frontier: int | None) -> Data
     )
 
 
+def processed_by(arrival: Any, frontier: Any) -> Any:
+    """Whether rows arriving at ``arrival`` (re-stamped ticks) are processed by the
+    batch whose frontier is ``frontier``; the others wait, held back, for a later batch.
+    One rule for the bucket table (numpy) and the rows (Spark columns)."""
+    return arrival <= frontier
+
+
 def bucket_rows(rows: DataFrame, plan: WatermarkPlan) -> tuple[pa.Table, int]:
     """The batch's per-(channel, bucket) rows (``channel``, ``bucket``, ``arrival``
     (the latest), ``max_ts``, ``min_ts``, ``rows``, ``restamped``) over ``rows``'
@@ -201,7 +208,7 @@ def advance(
     kind = table.schema.field("channel").type  # the column's, even without rows
     values = pa.array(channels, type=None if kind == pa.null() else kind)
     done = (
-        table.filter(pc.less_equal(table.column("arrival"), frontier))
+        table.filter(processed_by(table.column("arrival").to_numpy(), frontier))
         if frontier is not None
         else table.slice(0, 0)
     )
@@ -277,5 +284,6 @@ __all__ = [
     "Segment",
     "advance",
     "bucket_rows",
+    "processed_by",
     "with_ticks",
 ]

@@ -6,7 +6,9 @@ Per micro-batch ``b``:
    the state location's identity (this query, this configuration).
 2. If floodmark's marker for ``b`` exists, Spark is running a committed batch again
    (it crashed after the marker, before its own commit): publish the staged outputs if
-   that was not done, and return.
+   that was not done, and return. Any other batch than the newest committed one or the
+   one after it is refused (:meth:`StateStore.check_continues`: the checkpoint and the
+   state have parted).
 3. Restore the state of the newest committed batch before ``b``; the input is the
    batch's rows plus the rows held back behind the previous frontier (read from the
    state). Every pass reads the batch, so it is cached for the batch's duration, unless
@@ -15,7 +17,9 @@ Per micro-batch ``b``:
    once.
 4. The handler's work (:meth:`BatchHandler.run`): the watermark stages up to the new
    frontier, its outputs written through the sink, its new state written to
-   ``versions/b``.
+   ``versions/b``. floodmark's own state writes (the rows held back, the operators'
+   snapshots or open windows) run in threads beside the outputs (:class:`Background`):
+   nothing reads them before the marker, and every one has finished before it.
 5. The marker, last; then the staged outputs are published and old versions pruned.
 
 A crash anywhere before the marker re-runs ``b`` from ``b-1``'s state, computing the
@@ -30,6 +34,7 @@ import itertools
 import operator
 import os
 import signal
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -43,9 +48,15 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import key_column
 from floodmark.spark.plan import WatermarkPlan, make_plan, require_periodic
-from floodmark.spark.streaming.frontier import ARRIVAL, RESTAMPED, EngineState, Segment
+from floodmark.spark.streaming.frontier import (
+    ARRIVAL,
+    RESTAMPED,
+    EngineState,
+    Segment,
+    processed_by,
+)
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
-from floodmark.spark.streaming.state import StateStore
+from floodmark.spark.streaming.state import StateError, StateStore
 from floodmark.spark.windows import flag
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
@@ -70,6 +81,7 @@ class Clock:
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = {}
+        self._lock = threading.Lock()  # the background writes time themselves too
 
     @contextmanager
     def __call__(self, kind: str) -> Iterator[None]:
@@ -77,10 +89,47 @@ class Clock:
         try:
             yield
         finally:
-            self.spent[kind] = self.spent.get(kind, 0.0) + time.perf_counter() - started
+            with self._lock:
+                self.spent[kind] = self.spent.get(kind, 0.0) + time.perf_counter() - started
 
     def ms(self, kind: str) -> int:
         return round(1000 * self.spent.get(kind, 0.0))
+
+
+class Background:
+    """floodmark's own state writes of one batch, each a Spark job started in a thread
+    of its own (PySpark's ``InheritableThread``: the batch's job group and properties
+    go with it, so stopping the query cancels them too) while the outputs are written:
+    their planning and small jobs fill the gaps between the outputs' jobs. Measured on
+    the live bench (1M-row batches): see docs/performance.md. :meth:`wait` joins them,
+    before what they read is released and before the marker."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+
+    def start(self, write: Callable[[], None]) -> None:
+        from pyspark import InheritableThread
+
+        def run() -> None:
+            try:
+                write()
+            except BaseException as err:  # raised by wait(), in the batch's thread
+                self.errors.append(err)
+
+        thread = InheritableThread(target=run, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def wait(self, raise_errors: bool = True) -> None:
+        """Joins every write started; raises the first one's error (``raise_errors``:
+        False while another error is already on its way)."""
+        for thread in self.threads:
+            thread.join()
+        self.threads.clear()
+        errors, self.errors = self.errors, []
+        if errors and raise_errors:
+            raise errors[0]
 
 
 @dataclass
@@ -146,6 +195,7 @@ class BatchHandler(ABC):
         self.cache_batch = None if cache_batch is None else flag(cache_batch, "cache_batch")
         self.progress: list[dict[str, Any]] = []
         self.clock = Clock()
+        self.background = Background()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
 
     # --- what subclasses provide -----------------------------------------------------
@@ -227,6 +277,7 @@ class BatchHandler(ABC):
         query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
         self.resume(store)
         store.check_identity(query_id, self.fingerprint(plan))
+        store.check_continues(batch_id)
         if store.is_committed(batch_id):  # a committed batch run again by Spark
             self.publish(store, batch_id, store.summary(batch_id).get("kinds", []))
             self.kill("before_spark_commit", batch_id)
@@ -235,13 +286,16 @@ class BatchHandler(ABC):
         with self.clock("state"):
             previous = store.last_before(batch_id)
             state = load_engine(store, previous)
+            check_channel_type(state.channels, batch, plan.channel, store.location)
             store.delete(store.version(batch_id))  # what a failed attempt left
         cache = self.cache_batch if self.cache_batch is not None else not reads_only_files(batch)
         if cache:
             batch.persist()
         try:
             result = self.run(batch, batch_id, plan, state, store)
+            self.background.wait()
         finally:
+            self.background.wait(raise_errors=False)  # they read the batch
             if cache:
                 batch.unpersist()
         summary = {
@@ -318,9 +372,14 @@ def load_engine(store: StateStore, batch_id: int | None) -> EngineState:
     """The watermark stages' state after committed batch ``batch_id`` (fresh for None)."""
     if batch_id is None:
         return EngineState()
-    builder_path = store.version(batch_id, "builder.bin")
-    builder = store.read(builder_path) if store.exists(builder_path) else None
-    return EngineState.from_json(store.read(store.version(batch_id, "engine.json")), builder)
+    files = [store.version(batch_id, name) for name in ("engine.json", "builder.bin")]
+    missing = [path for path in files if not store.exists(path)]
+    if missing:  # every committed version has both
+        raise StateError(
+            f"the committed state of batch {batch_id} is damaged: {missing[0]} is missing; "
+            "restore the state location from a copy taken with the query's checkpoint"
+        )
+    return EngineState.from_json(store.read(files[0]), store.read(files[1]))
 
 
 def save_engine(store: StateStore, batch_id: int, state: EngineState) -> None:
@@ -349,7 +408,9 @@ def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Seg
 
     if segment.pending:
         frontier = segment.state.frontier
-        later = rows if frontier is None else rows.where(F.col(ARRIVAL) > F.lit(frontier))
+        later = (
+            rows if frontier is None else rows.where(~processed_by(F.col(ARRIVAL), F.lit(frontier)))
+        )
         later = later.withColumn(RESTAMPED, F.lit(False))
         later.write.mode("overwrite").parquet(store.version(batch_id, "pending"))
 
@@ -387,15 +448,27 @@ def known_channels(channels: Iterable[Any] | None) -> list[Any]:
     return sorted(set(values))
 
 
-def check_channel_type(channels: list[Any], events: DataFrame, column: str) -> None:
-    """Raises if ``channels`` cannot be values of the channel ``column`` of ``events``
-    (an integer or string column: :func:`~floodmark.spark.columns.key_column`)."""
+def check_channel_type(
+    channels: list[Any], events: DataFrame, column: str, state: str | None = None
+) -> None:
+    """Raises if ``channels`` (the ``channels`` parameter's, or with ``state``, those of
+    the state in that location) cannot be values of the channel ``column`` of
+    ``events`` (an integer or string column: :func:`~floodmark.spark.columns.key_column`)."""
     from pyspark.sql.types import ByteType, IntegerType, ShortType, StringType
 
     if not channels:
         return
     dtype = key_column(events, column, "channel")
     kind = str if isinstance(dtype, StringType) else int
+    if state is not None:
+        if not isinstance(channels[0], kind):
+            raise StateError(
+                f"the channel column {column!r} is {dtype.simpleString()}, but the state in "
+                f"{state} holds channels like {channels[0]!r}: the column's type changed "
+                "since the state was written; restore it, or start a new query (new "
+                "checkpoint and state location). Nothing was written"
+            )
+        return
     if not isinstance(channels[0], kind):
         raise InvalidParameterError(
             "channels",

@@ -2,7 +2,8 @@
 
 A sink is any callable ``sink(kind, df, batch_id)``: the handlers call it once per
 output ``kind`` (``results``, ``late``, ``dropped`` for windows; ``records``,
-``timeline`` for watermarks) per batch, before floodmark's commit marker. A batch that
+``timeline`` for watermarks; ``timeline`` for windows and ``emissions`` for both when
+asked for) per batch, before floodmark's commit marker. A batch that
 failed before its marker runs again with the same ``batch_id`` and the same rows, so a
 sink must make a second write of one ``(kind, batch_id)`` replace the first: Delta's
 idempotent writes (``txnAppId`` = the query's id, ``txnVersion`` = ``batch_id``), a
@@ -43,9 +44,16 @@ class ParquetOutputs:
     failed earlier attempt left. ``spark.read.parquet(path + "/results")`` returns the
     committed batches with a ``batch`` column.
 
+    Where the file system renames a folder in one step (HDFS, local, ABFS), a reader
+    sees a batch whole or not at all. S3A renames a folder file by file: there a reader
+    listing the folder while a batch is published can see part of it (a crash in the
+    move loses nothing: the next attempt moves the rest); use a table format's
+    idempotent writes (Delta's ``txnAppId``/``txnVersion``) for readers on S3.
+
     Args:
-        path: the output folder (any Hadoop file system path).
-        mode: ``"parquet"`` options (e.g. ``{"compression": "zstd"}``).
+        path: the output folder (any Hadoop file system path; it may be on another
+            file system than the state location).
+        options: ``"parquet"`` writer options (e.g. ``compression="zstd"``).
     """
 
     def __init__(self, path: str, **options: str) -> None:
@@ -84,11 +92,16 @@ class ParquetOutputs:
         writer.parquet(self.staging(kind, batch_id))
 
     def publish(self, store: Any, batch_id: int, kinds: list[str]) -> None:
-        """Moves the staged folders of a committed batch into place (idempotent)."""
+        """Moves the staged folders of a committed batch into place (idempotent, and
+        safe to run again after a crash in it), through the file system of ``path``
+        (which may differ from the state location's)."""
+        from floodmark.spark.streaming.state import StateStore
+
+        files = StateStore(store.spark, self.path)
         for kind in kinds:
             staged = self.staging(kind, batch_id)
-            if store.exists(staged):
-                store.rename(staged, self.final(kind, batch_id))
+            if files.exists(staged):
+                files.move_into(staged, self.final(kind, batch_id))
 
     def __repr__(self) -> str:
         return f"ParquetOutputs({self.path!r})"

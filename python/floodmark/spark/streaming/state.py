@@ -57,6 +57,7 @@ class StateStore:
             raise InvalidParameterError("state_location", f"expected a path, got {location!r}")
         self.spark = spark
         self.location = location.rstrip("/")
+        self._committed: list[int] | None = None  # listed once, until a commit
         self._jvm = jvm
         root = jvm.org.apache.hadoop.fs.Path(self.location)
         self._fs = root.getFileSystem(spark._jsc.hadoopConfiguration())
@@ -109,6 +110,22 @@ class StateStore:
         self._fs.mkdirs(self._p(target).getParent())
         if not self._fs.rename(self._p(source), self._p(target)):
             raise StateError(f"cannot move {source} to {target}")
+
+    def move_into(self, source: str, target: str) -> None:
+        """Moves folder ``source`` to ``target``, safe to run again after a crash in
+        it: in one rename while ``target`` does not exist (atomic where the file
+        system renames folders atomically: HDFS, local, ABFS), else entry by entry,
+        each replacing its namesake (what an interrupted move left: a file system that
+        renames a folder by copying its files, as S3A does, can stop half way), then
+        ``source`` removed. Nothing already moved is deleted."""
+        if not self.exists(target):
+            self._fs.mkdirs(self._p(target).getParent())
+            if self._fs.rename(self._p(source), self._p(target)):
+                return
+        self._fs.mkdirs(self._p(target))
+        for name in self.names(source):
+            self.rename(f"{source}/{name}", f"{target}/{name}")
+        self.delete(source)
 
     def size(self, path: str) -> int:
         """Bytes under ``path`` (0 if it does not exist)."""
@@ -177,9 +194,41 @@ class StateStore:
     # --- commits ---------------------------------------------------------------------
 
     def committed(self) -> list[int]:
-        """The batch ids with a marker, ascending."""
-        names = self.names(self.path("commits"))
-        return sorted(int(n) for n in names if n.isdigit())
+        """The batch ids with a marker, ascending (listed once per store, until
+        :meth:`commit`: one store serves one batch)."""
+        if self._committed is None:
+            names = self.names(self.path("commits"))
+            self._committed = sorted(int(n) for n in names if n.isdigit())
+        return list(self._committed)
+
+    def check_continues(self, batch_id: int) -> None:
+        """Refuses batch ``batch_id`` unless the newest committed batch is the one
+        before it, or is it (run again: Spark crashed between floodmark's marker and its
+        own commit), or none is. Spark numbers its batches one after another, runs the
+        handler for each and runs again only its newest, so anything else means the
+        checkpoint and the state have parted (one of them restored from an older copy,
+        or a handler whose errors were swallowed): running on would drop the rows of
+        the batches in between, or skip or replace committed batches whose offsets
+        may now differ. Nothing is written."""
+        done = self.committed()
+        if not done or done[-1] in (batch_id - 1, batch_id):
+            return
+        if done[-1] > batch_id:
+            what = (
+                f"Spark runs batch {batch_id}, but batch {done[-1]} is committed in "
+                f"{self.location}: the checkpoint is behind the state"
+            )
+        else:
+            what = (
+                f"Spark runs batch {batch_id}, but the newest batch committed in "
+                f"{self.location} is {done[-1]}: the state is behind the checkpoint (batches "
+                f"{done[-1] + 1}-{batch_id - 1} are not in it)"
+            )
+        raise StateError(
+            f"{what}. A query's checkpoint and floodmark state must be kept (and restored) "
+            "together: restore the matching pair, or start a new query (new checkpoint and "
+            "state location). Nothing was written"
+        )
 
     def is_committed(self, batch_id: int) -> bool:
         return self.exists(self.path("commits", str(batch_id)))
@@ -192,12 +241,14 @@ class StateStore:
     def commit(self, batch_id: int, summary: dict[str, Any]) -> None:
         """Writes the marker of ``batch_id`` (last), then prunes old versions."""
         self.write(self.path("commits", str(batch_id)), json.dumps(summary).encode())
+        self._committed = None
         keep = self.committed()[-KEEP_VERSIONS:]
         for name in self.names(self.path("versions")):
             if name.isdigit() and int(name) < keep[0]:
                 self.delete(self.path("versions", name))
         for old in self.committed()[:-KEEP_VERSIONS]:
             self.delete(self.path("commits", str(old)))
+        self._committed = None
 
     def summary(self, batch_id: int) -> dict[str, Any]:
         """The progress summary a committed batch's marker holds."""

@@ -22,6 +22,7 @@ from floodmark.spark.streaming.frontier import (
     Segment,
     advance,
     bucket_rows,
+    processed_by,
     with_ticks,
 )
 from floodmark.spark.streaming.handler import (
@@ -101,8 +102,12 @@ def advance_batch(
             known=handler.channels,
         )
     handler.kill("after_timeline", batch_id)
-    with handler.clock("state"):
-        save_pending(store, batch_id, rows, segment)
+
+    def pending() -> None:
+        with handler.clock("state"):
+            save_pending(store, batch_id, rows, segment)
+
+    handler.background.start(pending)
     return Advanced(rows, segment, unplaced)
 
 
@@ -113,7 +118,7 @@ def processed(rows: DataFrame, segment: Segment) -> DataFrame:
     frontier = segment.state.frontier
     if frontier is None:
         return rows.where(F.lit(False))
-    return rows.where(F.col(ARRIVAL) <= F.lit(frontier))
+    return rows.where(processed_by(F.col(ARRIVAL), F.lit(frontier)))
 
 
 def in_force(
@@ -209,7 +214,9 @@ class StreamingWatermarks(BatchHandler):
         cache_batch: cache each micro-batch while its passes read it (None: unless it
             comes from files, which each pass reads again for less; see
             docs/streaming.md, "Reading the batch").
-        on_progress: called with each committed batch's progress summary.
+        on_progress: called with the progress summary of each batch this handler
+            commits (a batch committed before a crash, which Spark runs again, only
+            publishes its outputs: it is not reported again).
     """
 
     def __init__(

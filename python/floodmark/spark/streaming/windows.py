@@ -223,7 +223,9 @@ class StreamingWindows(BatchHandler):
         cache_batch: cache each micro-batch while its passes read it (None: unless it
             comes from files, which each pass reads again for less; see
             docs/streaming.md, "Reading the batch").
-        on_progress: called with each committed batch's progress summary.
+        on_progress: called with the progress summary of each batch this handler
+            commits (a batch committed before a crash, which Spark runs again, only
+            publishes its outputs: it is not reported again).
     """
 
     def __init__(
@@ -408,8 +410,14 @@ class StreamingWindows(BatchHandler):
         results = results_frame(out.results, wplan)
         if wplan.lateness:  # with the refirings: counted, then written from the cache
             results = results.persist()
+
+        def open_windows() -> None:
+            with self.clock("state"):
+                out.open.write.mode("overwrite").parquet(store.version(batch_id, "open"))
+
         try:
             fired, late = out.counts()
+            self.background.start(open_windows)  # from the cache, beside the outputs
             counts = {
                 "result": results.count() if wplan.lateness else fired,
                 "late": late,
@@ -422,9 +430,9 @@ class StreamingWindows(BatchHandler):
             ):  # an empty output reads nothing
                 frame = frame if counts[kind] else frame.where(F.lit(False))
                 self.write(kind, frame, batch_id, result)
-            with self.clock("state"):
-                out.open.write.mode("overwrite").parquet(store.version(batch_id, "open"))
+            self.background.wait()
         finally:
+            self.background.wait(raise_errors=False)  # the open windows are read from the cache
             results.unpersist()
             groups.unpersist()
         return counts
@@ -495,11 +503,17 @@ class StreamingWindows(BatchHandler):
                 return collected(cached, kind, arrow_schemas[kind])
             return unpacked(cached, kind, schemas[kind])
 
+        def operators() -> None:
+            with self.clock("state"):
+                snapshots = unpacked(out, "operators", operators_type())
+                snapshots.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
+
         try:
             totals = {"result": 0, "late": 0, "dropped": 0}
             for _, counts in unpack_local(out.where(only("stats")).toArrow()):
                 for name, value in counts.to_pylist()[0].items():
                     totals[name] += int(value)
+            self.background.start(operators)  # from the cache, beside the outputs
             results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
             self.write("results", results, batch_id, result)
             # The side outputs join the operator's rows back to the input, narrowed to
@@ -536,11 +550,10 @@ class StreamingWindows(BatchHandler):
             elif not unplaced:
                 dropped = dropped.where(F.lit(False))
             self.write("dropped", dropped, batch_id, result)
-            operators = unpacked(out, "operators", operators_type())
-            with self.clock("state"):
-                operators.write.mode("overwrite").parquet(store.version(batch_id, "operators"))
+            self.background.wait()
             totals["dropped"] += unplaced
         finally:
+            self.background.wait(raise_errors=False)  # the snapshots are read from the cache
             out.unpersist()
         return totals
 

@@ -99,9 +99,10 @@ def matched(
     late one leaves the window state as it was; so joining the input on them (keys
     null-safe), once each, finds exactly the rows the operator emitted, each once.
     ``candidates`` (over ``TS`` and ``ARRIVAL``) narrows the input first to rows that
-    can be emitted (:mod:`.side_candidates`), so that only those are shuffled for the
-    join; ``emitted_rows``, when the caller knows how many rows ``rows`` holds: up to
-    :data:`BROADCAST_ROWS` of them are broadcast, and nothing is shuffled. ``rows``
+    can be emitted (:func:`late_candidates`, :func:`dropped_candidates`), so that only
+    those are shuffled for the join; ``emitted_rows``, when the caller knows how many
+    rows ``rows`` holds: up to :data:`BROADCAST_ROWS` of them are broadcast, and nothing
+    is shuffled. ``rows``
     collected to the driver (at most :data:`BROADCAST_ROWS`) are broadcast from there,
     without a job (:func:`distinct_local`)."""
     from pyspark.sql import functions as F
