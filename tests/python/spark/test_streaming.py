@@ -906,15 +906,59 @@ def test_a_state_restored_apart_from_its_checkpoint_is_refused(
     assert [p["batch_id"] for p in handler.progress] == [3]
 
 
-def test_a_damaged_committed_state_is_refused(spark: Any, stream: pa.Table, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("handler", "lost"),
+    [("watermarks", "builder.bin"), ("keyed", "operators"), ("native", "open")],
+)
+def test_a_damaged_committed_state_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path, handler: str, lost: str
+) -> None:
+    """A committed version missing a file: refused, naming it (the windows' state
+    started afresh, the valve too)."""
+
+    def make() -> Any:
+        if handler == "watermarks":
+            return watermarks_handler(tmp_path)
+        window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+        return windows_handler(tmp_path, window, timedelta(0), ["count"], path=handler)
+
     schema = spark.createDataFrame(stream).schema
     parts = [stream.slice(i, 500) for i in range(0, 1_000, 500)]
     source = write_parts(parts[:1], tmp_path / "in")
-    run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
-    (tmp_path / "state" / "versions" / "0" / "builder.bin").unlink()
+    run_query(spark, source, schema, make(), tmp_path / "ck")
+    damaged = tmp_path / "state" / "versions" / "0" / lost
+    shutil.rmtree(damaged) if damaged.is_dir() else damaged.unlink()
     write_parts(parts, source)
-    with pytest.raises(Exception, match=r"state of batch 0 is damaged: .*builder.bin is missing"):
-        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    with pytest.raises(Exception, match=rf"state of batch 0 is damaged: .*{lost} is missing"):
+        run_query(spark, source, schema, make(), tmp_path / "ck")
+
+
+def test_publishing_replaces_another_runs_batch_and_finishes_its_own(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A batch id's folder left by another run (outputs not restored with the checkpoint
+    and state) is replaced on the first move; a move of this run cut short is finished,
+    keeping what it moved."""
+    from floodmark.spark.streaming.state import StateStore
+
+    store = StateStore(spark, str(tmp_path / "state"))
+    outputs = ParquetOutputs(str(tmp_path / "out"))
+    staged, final = Path(outputs.staging("late", 3)), Path(outputs.final("late", 3))
+    final.mkdir(parents=True)
+    (final / "part-old.parquet").write_text("another run")
+    staged.mkdir()
+    (staged / "part-a.parquet").write_text("a")
+    (staged / "part-b.parquet").write_text("b")
+    (staged / "part-b.parquet").rename(tmp_path / "aside")
+    outputs.publish(store, 3, ["late"])  # the first move
+    assert names(final) == ["part-a.parquet"]
+    staged.mkdir()  # as if that move had stopped before b
+    (tmp_path / "aside").rename(staged / "part-b.parquet")
+    outputs.publish(store, 3, ["late"])  # run again after the crash: finishes it
+    assert names(final) == ["part-a.parquet", "part-b.parquet"]
+    assert not staged.exists()
+    outputs.publish(store, 3, ["late"])  # published: nothing to do
+    assert names(final) == ["part-a.parquet", "part-b.parquet"]
 
 
 def test_a_channel_column_of_another_type_after_a_restart_is_refused(

@@ -372,14 +372,8 @@ def load_engine(store: StateStore, batch_id: int | None) -> EngineState:
     """The watermark stages' state after committed batch ``batch_id`` (fresh for None)."""
     if batch_id is None:
         return EngineState()
-    files = [store.version(batch_id, name) for name in ("engine.json", "builder.bin")]
-    missing = [path for path in files if not store.exists(path)]
-    if missing:  # every committed version has both
-        raise StateError(
-            f"the committed state of batch {batch_id} is damaged: {missing[0]} is missing; "
-            "restore the state location from a copy taken with the query's checkpoint"
-        )
-    return EngineState.from_json(store.read(files[0]), store.read(files[1]))
+    engine, builder = (store.committed_file(batch_id, n) for n in ("engine.json", "builder.bin"))
+    return EngineState.from_json(store.read(engine), store.read(builder))
 
 
 def save_engine(store: StateStore, batch_id: int, state: EngineState) -> None:

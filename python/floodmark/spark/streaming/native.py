@@ -227,8 +227,8 @@ def carried_windows(store: StateStore, batch_id: int | None, spark: Any) -> Data
     """The open windows committed batch ``batch_id`` left, or None."""
     if batch_id is None:
         return None
-    path = store.version(batch_id, "open")
-    return spark.read.parquet(path) if store.exists(path) else None
+    carried: DataFrame = spark.read.parquet(store.committed_file(batch_id, "open"))
+    return carried
 
 
 __all__ = ["NativeBatch", "carried_windows", "check_range", "native_batch"]

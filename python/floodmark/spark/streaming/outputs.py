@@ -40,9 +40,11 @@ class ParquetOutputs:
 
     Each batch's rows are written into ``path/<kind>/_staging-<id>`` (hidden from
     readers: Spark skips names starting with ``_``) and moved to
-    ``path/<kind>/batch=<id>`` once floodmark has committed the batch, replacing what a
-    failed earlier attempt left. ``spark.read.parquet(path + "/results")`` returns the
-    committed batches with a ``batch`` column.
+    ``path/<kind>/batch=<id>`` once floodmark has committed the batch, replacing what an
+    earlier run of that batch id left there (the state records that the move began, so
+    a move cut short by a crash is finished, not started again).
+    ``spark.read.parquet(path + "/results")`` returns the committed batches with a
+    ``batch`` column.
 
     Where the file system renames a folder in one step (HDFS, local, ABFS), a reader
     sees a batch whole or not at all. S3A renames a folder file by file: there a reader
@@ -99,9 +101,14 @@ class ParquetOutputs:
 
         files = StateStore(store.spark, self.path)
         for kind in kinds:
-            staged = self.staging(kind, batch_id)
-            if files.exists(staged):
-                files.move_into(staged, self.final(kind, batch_id))
+            staged, final = self.staging(kind, batch_id), self.final(kind, batch_id)
+            if not files.exists(staged):  # published
+                continue
+            begun = store.version(batch_id, f"publishing-{kind}")
+            if not store.exists(begun):  # a first move: what is there is another run's
+                files.delete(final)  # (outputs not restored with checkpoint and state)
+                store.write(begun, b"")
+            files.move_into(staged, final)
 
     def __repr__(self) -> str:
         return f"ParquetOutputs({self.path!r})"

@@ -127,6 +127,17 @@ class StateStore:
             self.rename(f"{source}/{name}", f"{target}/{name}")
         self.delete(source)
 
+    def committed_file(self, batch_id: int, name: str) -> str:
+        """The path of ``name`` in committed batch ``batch_id``'s version; a
+        :class:`StateError` if it is missing (a committed version has all its files)."""
+        path = self.version(batch_id, name)
+        if not self.exists(path):
+            raise StateError(
+                f"the committed state of batch {batch_id} is damaged: {path} is missing; "
+                "restore the state location from a copy taken with the query's checkpoint"
+            )
+        return path
+
     def size(self, path: str) -> int:
         """Bytes under ``path`` (0 if it does not exist)."""
         if not self.exists(path):
@@ -227,7 +238,8 @@ class StateStore:
         raise StateError(
             f"{what}. A query's checkpoint and floodmark state must be kept (and restored) "
             "together: restore the matching pair, or start a new query (new checkpoint and "
-            "state location). Nothing was written"
+            "state location). A foreachBatch function must call the handler for every "
+            "batch, empty ones too (an empty batch costs it little). Nothing was written"
         )
 
     def is_committed(self, batch_id: int) -> bool:

@@ -473,8 +473,8 @@ class StreamingWindows(BatchHandler):
             F.lit(None).cast("binary").alias(_SNAPSHOT),
         )
         previous = store.last_before(batch_id)
-        saved = None if previous is None else store.version(previous, "operators")
-        if saved is not None and store.exists(saved):
+        if previous is not None:
+            saved = store.committed_file(previous, "operators")
             states = (
                 spark.read.schema(operators_type())
                 .parquet(saved)
