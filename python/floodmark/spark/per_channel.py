@@ -82,20 +82,28 @@ class ChannelFeeder:
         (``rows``: more records of the channel, in arrival order; ``last``: the end)."""
         from floodmark.watermarks import drive
 
-        if rows is None:
-            rows = self.schema.empty_table()
-        if self.held is not None:
-            rows = pa.concat_tables([self.held, rows])
-            self.held = None
+        fresh = rows if rows is not None else self.schema.empty_table()
+        held, self.held = self.held, None
+        rows = fresh if held is None else pa.concat_tables([held, fresh])
         until = self.until
         if rows.num_rows == 0:
             if not last:
                 return None, None
         elif not last:
             # The last bucket waits: its grid time comes after records still to come.
-            arrivals = rows.column(_ARR).to_numpy(zero_copy_only=False)
+            # Only the fresh rows are searched (the held ones, one bucket, are all before
+            # or all in the last one), so a bucket spread over many chunks costs each
+            # chunk its own rows.
+            if fresh.num_rows == 0:
+                self.held = rows
+                return None, None
+            arrivals = fresh.column(_ARR).to_numpy(zero_copy_only=False)
             before = grid_before(int(arrivals[-1]), self.interval)
-            cut = 0 if before < I64_MIN else int(np.searchsorted(arrivals, before, "right"))
+            kept = 0
+            if held is not None and held.column(_ARR)[0].as_py() <= before:
+                kept = held.num_rows
+            found = int(np.searchsorted(arrivals, before, "right"))
+            cut = 0 if before < I64_MIN else kept + found
             self.held, rows = rows.slice(cut), rows.slice(0, cut)
             if rows.num_rows == 0:
                 return None, None

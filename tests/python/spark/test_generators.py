@@ -169,15 +169,11 @@ def test_a_punctuated_marker_of_another_type_is_refused(spark: Any, table: pa.Ta
         )
 
 
-@pytest.mark.parametrize(
-    "cuts",
-    [[4], [3], [1, 2, 3, 4, 5], [2, 5]],
-    ids=["bucket-straddles", "arrival-straddles", "row-by-row", "mixed"],
-)
-def test_the_per_channel_pass_continues_a_bucket_across_chunks(cuts: list[int]) -> None:
-    """A channel's records cut into chunks anywhere (one bucket's records in two
-    chunks: 210 in one, 220 in the next) give the output of one call over the whole
-    channel (the chunk's grid must not pass records still to come in its last bucket)."""
+def test_the_per_channel_pass_continues_a_bucket_across_chunks() -> None:
+    """A channel's records cut into chunks anywhere (every way of cutting them: one
+    bucket's records in two chunks, 210 in one and 220 in the next, or in many) give
+    the output of one call over the whole channel (a chunk's grid must not pass
+    records still to come in its last bucket)."""
     from types import SimpleNamespace
 
     from floodmark import drive
@@ -185,12 +181,16 @@ def test_the_per_channel_pass_continues_a_bucket_across_chunks(cuts: list[int]) 
 
     strategy = STRATEGIES["punctuated+idle"]
     plan = SimpleNamespace(strategy=strategy, interval=200)
-    x = {"arrival": [50, 100, 150, 210, 220, 230, 420], "ts": [40, 90, 140, 200, 215, 5, 400]}
-    marks = [None, 80, None, 190, 205, None, 390]
+    x = {
+        "arrival": [50, 100, 150, 200, 210, 220, 230, 420, 430],
+        "ts": [40, 90, 140, 150, 200, 215, 5, 400, 410],
+    }
+    marks = [None, 80, None, None, 190, 205, None, 390, None]
+    n = len(marks)
     names = [per_channel._CH, per_channel._ARR, per_channel._TS, per_channel._MARK]
     whole = pa.table(
         [
-            pa.array(["x"] * 7),
+            pa.array(["x"] * n),
             pa.array(x["arrival"]),
             pa.array(x["ts"]),
             pa.array(marks, pa.int64()),
@@ -201,25 +201,25 @@ def test_the_per_channel_pass_continues_a_bucket_across_chunks(cuts: list[int]) 
         [pa.array(["y"]), pa.array([600]), pa.array([599]), pa.array([None], pa.int64())],
         names=names,
     )
-    edges = [0, *cuts, 7]
-    chunks = [whole.slice(a, b - a) for a, b in itertools.pairwise(edges)]
-    chunks[-1] = pa.concat_tables([chunks[-1], tail])
-    run = per_channel.channel_runner(plan, pa.array(["x", "y"]), 50, 600, names, True)
-    task = run(iter([b for c in chunks for b in c.to_batches()]))  # one Spark task
-    packed = pa.Table.from_batches(list(task))
-    got = [(k, b) for k, b in unpack_local(packed)]
-    emitted = pa.Table.from_batches([b for k, b in got if k == "emissions"])
     want = drive(
         strategy, x["ts"], x["arrival"], emit_interval=200, start=50, until=600, marker=marks
     )
-    mine = emitted.filter(pa.compute.equal(emitted["channel"], 0))
-    assert mine.select(["time", "kind", "watermark"]).to_pylist() == (
-        want.emissions.select(["time", "kind", "watermark"]).to_pylist()
-    )
-    records = [b for k, b in got if k == "records"]
-    assert pa.Table.from_batches(records)["channel_watermark"].to_pylist()[:7] == (
-        want.record_watermark.to_pylist()
-    )
+    wanted = want.emissions.select(["time", "kind", "watermark"]).to_pylist()
+    for k in range(n):
+        for cuts in itertools.combinations(range(1, n), k):
+            edges = [0, *cuts, n]
+            chunks = [whole.slice(a, b - a) for a, b in itertools.pairwise(edges)]
+            chunks[-1] = pa.concat_tables([chunks[-1], tail])
+            run = per_channel.channel_runner(plan, pa.array(["x", "y"]), 50, 600, names, True)
+            task = run(iter([b for c in chunks for b in c.to_batches()]))  # one Spark task
+            got = list(unpack_local(pa.Table.from_batches(list(task))))
+            emitted = pa.Table.from_batches([b for kind, b in got if kind == "emissions"])
+            mine = emitted.filter(pa.compute.equal(emitted["channel"], 0))
+            assert mine.select(["time", "kind", "watermark"]).to_pylist() == wanted, cuts
+            records = pa.Table.from_batches([b for kind, b in got if kind == "records"])
+            assert records["channel_watermark"].to_pylist()[:n] == (
+                want.record_watermark.to_pylist()
+            ), cuts
 
 
 def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
