@@ -137,7 +137,8 @@ class Valve:
     def process(self, channel: Any, kind: Any, watermark: Any) -> pa.RecordBatch:
         """Feeds many inputs at once (row ``i``: a watermark or a status for
         ``channel[i]``). Returns the emissions as ``step`` (input row) int64, ``kind``
-        string, ``watermark`` int64 columns."""
+        string, ``watermark`` int64 columns. Every row is checked first: on an error
+        (a channel out of range, an unknown kind) the valve is unchanged."""
         result: pa.RecordBatch = self._inner.process(
             to_int64_array(channel, "channel"),
             to_string_array(kind, "kind"),

@@ -382,6 +382,15 @@ impl TimelineBuilder {
                 format!("{} subtask owners given for {n} channels", owner.len()),
             ));
         }
+        if num_subtasks > n {
+            // Before anything is allocated for the subtasks (one each).
+            return Err(Error::param(
+                "source_parallelism",
+                format!(
+                    "{num_subtasks} subtasks for {n} channels: a subtask would read none of                      them (in Flink a Kafka reader without partitions is never idle and holds                      the combined watermark at its start); give at most as many subtasks as                      there are partitions with records"
+                ),
+            ));
+        }
         let mut mux = vec![Multiplexer::new(); num_subtasks];
         let mut slot = Vec::with_capacity(n);
         for (c, &s) in owner.iter().enumerate() {

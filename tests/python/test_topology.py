@@ -54,6 +54,18 @@ def test_java_hash_codes_and_the_kafka_owner_formula() -> None:
     assert perr.value.parameter == "source_parallelism"
 
 
+def test_more_subtasks_than_channels_are_refused_before_allocating() -> None:
+    """A subtask per source reader is allocated: 2^40 of them aborted the process (a
+    44 TB allocation) before the refusal of readers without partitions."""
+    from floodmark.timeline import TimelineBuilder
+
+    strategy = WatermarkStrategy.for_monotonous_timestamps()
+    for readers in (2, 2**40, 2**62):
+        with pytest.raises(InvalidParameterError, match="would read none") as err:
+            TimelineBuilder(strategy, 1, subtasks=[0], source_parallelism=readers)
+        assert err.value.parameter == "source_parallelism"
+
+
 class DataOutput:
     """Flink's WatermarkToDataOutput: larger watermarks only, active before one when
     idle, idle on the transition."""

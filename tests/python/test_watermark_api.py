@@ -167,6 +167,15 @@ def test_valve_api() -> None:
         {"step": 2, "kind": "watermark", "watermark": 10},
         {"step": 3, "kind": "idle", "watermark": None},
     ]
+    # A channel out of range anywhere in the batch: refused, nothing changed (the
+    # rows before it moved the valve, and their emissions were lost with the error).
+    v = Valve(1)
+    with pytest.raises(ChannelOutOfRangeError):
+        v.process([0, 3], ["watermark", "watermark"], [10, 1])
+    assert v.watermark == Valve(1).watermark
+    assert v.process([0], ["watermark"], [10]).to_pylist() == [
+        {"step": 0, "kind": "watermark", "watermark": 10}
+    ]
 
 
 def test_multiplexer_api() -> None:

@@ -77,6 +77,9 @@ impl PyValve {
         let inputs: Vec<Emission> = (0..ch.len())
             .map(|i| parse_kind(kinds.is_valid(i).then(|| kinds.value(i)), wms[i], "kind"))
             .collect::<Result<_, _>>()?;
+        for &c in ch {
+            self.inner.channel(c)?; // every channel checked first: on error nothing changes
+        }
         let inner = &mut self.inner;
         let rows = py.detach(|| -> Result<Vec<(i64, Emission)>, Error> {
             let mut rows = Vec::new();
