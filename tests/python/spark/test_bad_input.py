@@ -545,6 +545,13 @@ def test_one_arrival_far_from_the_others_is_no_memory_error(
     assert out.late.count() == want.late.num_rows
     assert out.timeline.rows == table.num_rows
     out.unpersist()
+    # Session windows need no statistics: the aggregation path counts no records.
+    from floodmark import EventTimeSessionWindows
+
+    gap = EventTimeSessionWindows.with_gap(timedelta(seconds=1))
+    session = window_aggregate(spark.createDataFrame(table), strategy, gap, key="key", **columns)
+    assert session.timeline.rows == (table.num_rows if records_path else None)
+    session.unpersist()
     assigned = assign_watermarks(spark.createDataFrame(table), strategy, **columns).toArrow()
     order = [(c, "ascending") for c in ("arrival", "partition")]
     cols = ["arrival", "partition", "channel_watermark", "watermark", "is_late"]
