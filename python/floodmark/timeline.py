@@ -363,7 +363,9 @@ class TimelineBuilder:
     def insert_channel(self, at: int) -> None:
         """Adds a channel at index ``at`` (later channels move up by one), as Flink
         registers a newly discovered split: at ``-2**63``, active, holding the combined
-        watermark back until it catches up or goes idle.
+        watermark back until it catches up or goes idle. A timeline row it causes (the
+        valve active again) is stamped at the last grid time run, or for a builder of
+        output streams (:meth:`for_emissions`) at the last time fed.
 
         Raises:
             InvalidParameterError: ``at`` is not an integer in ``0..=num_channels``

@@ -580,9 +580,14 @@ impl TimelineBuilder {
             ));
         }
         let placed = placements(self.combiner.valve().num_channels(), at)?;
-        let time = self
-            .ran_through
-            .map_or(i64::MIN, |k| k.saturating_mul(self.interval));
+        // The time the channels join at: the last grid time run, or for output streams
+        // the last time fed (`MIN` before either).
+        let time = match self.source {
+            Source::Periodic { .. } => self
+                .ran_through
+                .map_or(i64::MIN, |k| k.saturating_mul(self.interval)),
+            Source::Emissions { .. } => self.last.unwrap_or(i64::MIN),
+        };
         self.combiner
             .insert_channels(at, time, &mut self.timeline)?;
         let next = self.ran_through.map(|k| k + 1);
@@ -1413,6 +1418,23 @@ mod tests {
         assert_eq!(b.watermark(), 149);
         let restored = TimelineBuilder::restore(&b.snapshot()).unwrap();
         assert_eq!(restored, b);
+    }
+
+    #[test]
+    fn a_channel_inserted_into_a_merge_joins_at_the_last_time_fed() {
+        let mut b = TimelineBuilder::for_emissions(1).unwrap();
+        let idle = ChannelEmission {
+            channel: 0,
+            time: 70,
+            emission: Emission::Idle,
+        };
+        b.push_emissions(&[idle]).unwrap();
+        b.finish().unwrap();
+        assert!(b.take_timeline().last().is_some_and(|r| r.idle));
+        b.insert_channel(1).unwrap();
+        let joined = b.take_timeline();
+        assert_eq!(joined.len(), 1);
+        assert_eq!((joined[0].time, joined[0].idle), (70, false));
     }
 
     #[test]

@@ -177,16 +177,18 @@ def analyze_bounds(
                 recs,
                 base,
                 first,
-                {f"w{j}": found[1] for j, found in enumerate(per_bucket) if found is not None},
+                {f"__fm_w{j}": found[1] for j, found in enumerate(per_bucket) if found is not None},
                 "__fm_arrival",
             )
         else:  # no placeable record: no watermark anywhere
-            recs = recs.select("*", *[F.lit(I64_MIN).alias(f"w{j}") for j in range(len(timelines))])
+            recs = recs.select(
+                "*", *[F.lit(I64_MIN).alias(f"__fm_w{j}") for j in range(len(timelines))]
+            )
         recs = recs.withColumn("__fm_ts", ev.ticks())
         js = range(len(idle_timeouts))
         minimum = F.lit(I64_MIN)
         # W0 = MIN ("no watermark yet") becomes null before any arithmetic (ANSI mode).
-        w0 = {j: F.when(F.col(f"w{j}") > minimum, F.col(f"w{j}")) for j in js}
+        w0 = {j: F.when(F.col(f"__fm_w{j}") > minimum, F.col(f"__fm_w{j}")) for j in js}
         # Late under bound B: ts + B <= W0 (Flink's element-late rule, W_B = W0 - B).
         late_exprs = [
             F.sum(F.when(element_late(F.col("__fm_ts"), b, w0[j]), 1).otherwise(0)).alias(
@@ -197,16 +199,18 @@ def analyze_bounds(
         ]
         late_row = recs.agg(F.count("*").alias("n"), *late_exprs).collect()[0]
         # Per (key, window): the smallest W0(arrival) - end + 1 (MIN when no watermark yet).
+        # Working columns are named apart from the input's (a key named ``end``).
         per_window = recs.withColumn(
-            "start", window_starts(F.col("__fm_ts"), size, slide, offset)
-        ).withColumn("end", F.col("start") + F.lit(size))
-        margin = [F.min(F.coalesce(w0[j] - F.col("end") + 1, minimum)).alias(f"m{j}") for j in js]
-        groups = per_window.groupBy(*[quote(k) for k in keys], "end").agg(*margin)
+            "__fm_start", window_starts(F.col("__fm_ts"), size, slide, offset)
+        ).withColumn("__fm_end", F.col("__fm_start") + F.lit(size))
+        end = F.col("__fm_end")
+        margin = [F.min(F.coalesce(w0[j] - end + 1, minimum)).alias(f"__fm_m{j}") for j in js]
+        groups = per_window.groupBy(*[quote(k) for k in keys], end).agg(*margin)
         counts = (
-            groups.groupBy("end")
+            groups.groupBy(end.alias("end"))
             .agg(
                 *[
-                    F.sum(F.when(F.col(f"m{j}") < b, 1).otherwise(0)).alias(f"c_{j}_{i}")
+                    F.sum(F.when(F.col(f"__fm_m{j}") < b, 1).otherwise(0)).alias(f"c_{j}_{i}")
                     for j in js
                     for i, b in enumerate(b_ticks)
                 ]

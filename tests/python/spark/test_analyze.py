@@ -118,3 +118,16 @@ def test_event_times_at_the_ends_of_the_long_range_are_refused_naming_the_column
             frame, bounds=BOUNDS, window=TumblingEventTimeWindows.of(2**61), key="key", **COLS
         )
     assert perr.value.parameter == "window"
+
+
+@pytest.mark.parametrize("names", [("end", "w0"), ("start", "m0")])
+def test_the_inputs_column_names_do_not_change_the_analysis(df: Any, names: Any) -> None:
+    """A key or channel named like a column the analysis works with (``start``, ``end``,
+    ``w0``, ``m0``) gives the numbers it gives under other names."""
+    window = SlidingEventTimeWindows.of(timedelta(seconds=6), timedelta(seconds=2))
+    kw: dict[str, Any] = {"bounds": BOUNDS[1:2], "idle_timeouts": [None], "window": window}
+    want = analyze_bounds(df, key="key", **kw, **COLS)
+    key, channel = names
+    renamed = df.withColumnRenamed("key", key).withColumnRenamed("partition", channel)
+    cols = {**COLS, "channel": channel}
+    assert analyze_bounds(renamed, key=key, **kw, **cols) == want

@@ -421,6 +421,36 @@ def test_refirings_with_null_and_composite_keys_and_the_channel_as_a_key(
     assert refired == {(None, 0, 280): 3, (None, 1, 280): 3, (1, 0, 280): 2}
 
 
+def test_the_refiring_cap_counts_windows_not_records(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The (key, window) pairs broadcast for refirings are bounded by the records that
+    may refire times the windows each falls in (4 here), not by the records alone."""
+    rows = [(c, t, t, t % 3, t) for t in range(0, 100, 5) for c in (0, 1)]
+    rows += [(0, 10, 150, 1, 1), (1, 20, 160, 2, 2)]
+    kw: dict[str, Any] = {
+        "allowed_lateness": timedelta(milliseconds=60),
+        "window": SlidingEventTimeWindows.of(timedelta(milliseconds=40), MS10),
+    }
+    seen: list[int | None] = []
+    suitable = native_windows.suitable
+
+    def spy(plan: Any, timeline: Any) -> bool:
+        seen.append(timeline.maybe_late)
+        return bool(suitable(plan, timeline))
+
+    monkeypatch.setattr(native_windows, "suitable", spy)
+    assert run(spark, stream(rows), **kw).cached is None
+    records = seen[-1]
+    assert records
+    monkeypatch.setattr(native_windows, "MAX_REFIRINGS", 4 * records)
+    assert run(spark, stream(rows), **kw).cached is None
+    monkeypatch.setattr(native_windows, "MAX_REFIRINGS", 4 * records - 1)
+    out = run(spark, stream(rows), **kw)
+    assert out.cached is not None, "expected the keyed operator"
+    out.unpersist()
+
+
 @pytest.mark.parametrize("case", ["huge-lateness", "many-refirings"])
 def test_lateness_falls_back_to_the_keyed_operator(
     spark: Any, monkeypatch: pytest.MonkeyPatch, case: str

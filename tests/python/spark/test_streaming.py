@@ -900,7 +900,15 @@ def test_a_state_restored_apart_from_its_checkpoint_is_refused(
     with pytest.raises(Exception, match=r"batch 2 is committed .* the checkpoint is behind"):
         run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck-after-0")
     assert markers(tmp_path) == ["1", "2"]
+    # The state lost (or at another path): batch 3 would start the valve afresh and
+    # lose the rows batch 2 held back.
+    shutil.rmtree(tmp_path / "state")
+    with pytest.raises(Exception, match=r"Spark runs batch 3, but .* holds no committed batch"):
+        run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
+    assert not (tmp_path / "state" / "commits").exists()
     # Together, they go on.
+    shutil.rmtree(tmp_path / "state")
+    shutil.copytree(newer_state, tmp_path / "state")
     handler = watermarks_handler(tmp_path)
     run_query(spark, source, schema, handler, tmp_path / "ck")
     assert [p["batch_id"] for p in handler.progress] == [3]
@@ -908,13 +916,18 @@ def test_a_state_restored_apart_from_its_checkpoint_is_refused(
 
 @pytest.mark.parametrize(
     ("handler", "lost"),
-    [("watermarks", "builder.bin"), ("keyed", "operators"), ("native", "open")],
+    [
+        ("watermarks", "builder.bin"),
+        ("watermarks", "pending"),
+        ("keyed", "operators"),
+        ("native", "open"),
+    ],
 )
 def test_a_damaged_committed_state_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path, handler: str, lost: str
 ) -> None:
     """A committed version missing a file: refused, naming it (the windows' state
-    started afresh, the valve too)."""
+    started afresh, the valve too, or the rows held back were lost)."""
 
     def make() -> Any:
         if handler == "watermarks":
@@ -981,6 +994,99 @@ def test_a_channel_column_of_another_type_after_a_restart_is_refused(
     with pytest.raises(Exception, match=r"channel column 'partition' is string, but the state"):
         run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
     assert markers(tmp_path) == ["0"]
+
+
+def test_a_key_or_value_column_of_another_type_after_a_restart_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """The rows held back and the windows kept are in the types of the first run: a
+    column whose type changed is refused naming it, before anything is written; a
+    column added is taken (the held-back rows read it as null)."""
+    parts = [stream.slice(i, 500) for i in range(0, 1_500, 500)]
+    source = write_parts(parts[:1], tmp_path / "in")
+
+    def run(table: pa.Table) -> None:
+        handler = windows_handler(
+            tmp_path, TumblingEventTimeWindows.of(timedelta(seconds=10)), 0, ["count"]
+        )
+        run_query(spark, source, spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+
+    run(parts[0])
+    added = [p.append_column("note", pa.array(["x"] * p.num_rows)) for p in parts]
+    shutil.rmtree(source)
+    write_parts(added[:2], source)  # the first file is seen already: the second is read
+    run(added[1])  # a column added: taken
+    assert markers(tmp_path) == ["0", "1"]
+    index = stream.schema.get_field_index("key")
+    text = [p.set_column(index, "key", p["key"].cast(pa.string())) for p in added]
+    shutil.rmtree(source)
+    write_parts(text, source)
+    with pytest.raises(Exception, match=r"column .key. is string, but it was bigint when"):
+        run(text[2])
+    assert markers(tmp_path) == ["0", "1"]
+
+
+def test_one_store_lists_its_commits_once_and_again_after_each_commit(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``committed()`` is listed once per store (a marker written by someone else is
+    not seen), and again after :meth:`commit`: the new marker counts, pruning sees it
+    (only the newest two versions stay) and the pruned markers are gone."""
+    from floodmark.spark.streaming.state import KEEP_VERSIONS, StateStore
+
+    store = StateStore(spark, str(tmp_path))
+    assert store.committed() == []
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "9").write_text("{}")  # behind the store's back
+    assert store.committed() == [] and store.last_before(10) is None
+    (tmp_path / "commits" / "9").unlink()
+    for b in range(4):
+        (tmp_path / "versions" / str(b)).mkdir(parents=True)
+        store.commit(b, {"batch_id": b})
+        kept = list(range(max(0, b + 1 - KEEP_VERSIONS), b + 1))
+        assert store.committed() == kept
+        for folder in ("versions", "commits"):
+            assert sorted(int(n) for n in names(tmp_path / folder) if n.isdigit()) == kept
+    assert store.last_before(4) == 3 and store.last_before(3) == 2
+
+
+def test_another_querys_outputs_and_a_checkpoint_as_state_are_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """A second query (another checkpoint and state) writing to the first one's
+    ParquetOutputs would replace its batches of the same ids: refused, nothing written.
+    A state location that is the query's checkpoint (their commits/ folders would
+    collide) is refused naming state_location."""
+    schema = spark.createDataFrame(stream).schema
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+
+    def handler(state: Path) -> StreamingWatermarks:
+        outputs = ParquetOutputs(str(tmp_path / "out"))
+        return StreamingWatermarks(STRATEGY, **COLUMNS, state_location=str(state), outputs=outputs)
+
+    run_query(spark, source, schema, handler(tmp_path / "state1"), tmp_path / "ck1")
+    written = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "out").rglob("*"))
+    with pytest.raises(Exception, match=r"outputs in .*out belong to streaming query"):
+        run_query(spark, source, schema, handler(tmp_path / "state2"), tmp_path / "ck2")
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "out").rglob("*")) == written
+    assert not (tmp_path / "state2" / "commits").exists()
+    with pytest.raises(Exception, match=r"state_location.*is a streaming query's checkpoint"):
+        run_query(spark, source, schema, handler(tmp_path / "ck3"), tmp_path / "ck3")
+
+
+def test_a_handler_keeps_the_newest_summaries(
+    spark: Any, stream: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``progress`` keeps the newest ``KEEP_PROGRESS`` summaries (a query runs for
+    months); every batch's is in its marker."""
+    from floodmark.spark.streaming import handler as handler_module
+
+    monkeypatch.setattr(handler_module, "KEEP_PROGRESS", 2)
+    source = write_files(stream.slice(0, 1500), tmp_path / "in", 3)
+    handler = watermarks_handler(tmp_path)
+    run_query(spark, source, spark.createDataFrame(stream).schema, handler, tmp_path / "ck")
+    assert [p["batch_id"] for p in handler.progress] == [1, 2]
+    assert handler.last_progress is not None and handler.last_progress["batch_id"] == 2
 
 
 def test_publishing_goes_on_where_an_interrupted_move_stopped(spark: Any, tmp_path: Path) -> None:

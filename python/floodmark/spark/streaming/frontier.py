@@ -4,10 +4,12 @@ timeline builder carried from batch to batch.
 **The frontier** ``F_b`` is the arrival time up to which every channel is taken to be
 complete after batch ``b``: with every Kafka partition read to its latest offset each
 batch and the broker's ``LogAppendTime`` as arrival, a partition has no record left to
-come with an arrival at or before the latest arrival seen, give or take the clocks of
-the brokers. So ``F_b`` is the latest arrival seen so far minus ``allowance`` (the skew
-allowed between partitions: broker clocks, or partitions read behind others by a
-per-trigger limit), rounded down to the emission grid, and never decreasing. Rows with
+come with an arrival before the latest arrival seen, give or take the clocks of the
+brokers (records of that same tick may still come: an ``allowance`` of 0 re-stamps
+those the next batch reads when the latest arrival is on the grid). So ``F_b`` is the
+latest arrival seen so far minus ``allowance`` (the skew allowed between partitions:
+broker clocks, or partitions read behind others by a per-trigger limit), rounded down
+to the emission grid, and never decreasing. Rows with
 ``arrival <= F_b`` are processed in batch ``b``; later ones wait in the state
 (**pending**) for a later batch. A row that comes with an arrival at or before the
 previous frontier ``F_{b-1}`` (a partition read late) would be behind emissions already
@@ -61,6 +63,14 @@ class EngineState:
     restamped: int = 0
     late: int = 0
     dropped: int = 0
+    #: How many rows wait past the frontier, held back in the version's ``pending``
+    #: folder (a committed version without it, when this is above 0, is damaged; None:
+    #: written by a version of floodmark that did not count them).
+    held_back: int | None = None
+    #: The batch's column types (``simpleString``) when the state was written: the rows
+    #: held back and the operators' snapshots are in them (None: written by a version of
+    #: floodmark that did not record them).
+    columns: dict[str, str] | None = None
     builder: bytes | None = None
 
     def to_json(self) -> bytes:
@@ -259,6 +269,7 @@ def advance(
         frontier=frontier,
         max_arrival=max_arrival,
         restamped=state.restamped + restamped,
+        held_back=waiting,
         builder=builder.snapshot(),
     )
     return Segment(

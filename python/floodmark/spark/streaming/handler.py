@@ -39,7 +39,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ from floodmark.spark.streaming.frontier import (
     processed_by,
 )
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
-from floodmark.spark.streaming.state import StateError, StateStore
+from floodmark.spark.streaming.state import NEW_QUERY, StateError, StateStore
 from floodmark.spark.windows import flag
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
@@ -194,6 +194,7 @@ class BatchHandler(ABC):
         self.channels = known_channels(channels)
         self.cache_batch = None if cache_batch is None else flag(cache_batch, "cache_batch")
         self.progress: list[dict[str, Any]] = []
+        self._claimed: str | None = None  # the query whose ParquetOutputs were checked
         self.clock = Clock()
         self.background = Background()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
@@ -278,6 +279,9 @@ class BatchHandler(ABC):
         self.resume(store)
         store.check_identity(query_id, self.fingerprint(plan))
         store.check_continues(batch_id)
+        if isinstance(self.outputs, ParquetOutputs) and self._claimed != query_id:
+            self.outputs.claim(spark, query_id)
+            self._claimed = query_id
         if store.is_committed(batch_id):  # a committed batch run again by Spark
             self.publish(store, batch_id, store.summary(batch_id).get("kinds", []))
             self.kill("before_spark_commit", batch_id)
@@ -287,6 +291,7 @@ class BatchHandler(ABC):
             previous = store.last_before(batch_id)
             state = load_engine(store, previous)
             check_channel_type(state.channels, batch, plan.channel, store.location)
+            check_column_types(state.columns, batch, store.location)
             store.delete(store.version(batch_id))  # what a failed attempt left
         cache = self.cache_batch if self.cache_batch is not None else not reads_only_files(batch)
         if cache:
@@ -314,6 +319,7 @@ class BatchHandler(ABC):
         self.kill("after_marker", batch_id)
         self.publish(store, batch_id, result.kinds)
         self.progress.append(summary)
+        del self.progress[:-KEEP_PROGRESS]  # as Spark keeps its recent progress
         if self.on_progress is not None:
             self.on_progress(summary)
         self.kill("before_spark_commit", batch_id)
@@ -376,21 +382,53 @@ def load_engine(store: StateStore, batch_id: int | None) -> EngineState:
     return EngineState.from_json(store.read(engine), store.read(builder))
 
 
-def save_engine(store: StateStore, batch_id: int, state: EngineState) -> None:
+def save_engine(store: StateStore, batch_id: int, state: EngineState, batch: DataFrame) -> None:
+    """Writes ``state`` as batch ``batch_id``'s, with the column types of ``batch``."""
+    state = replace(state, columns=column_types(batch))
     if state.builder is not None:
         store.write(store.version(batch_id, "builder.bin"), state.builder)
     store.write(store.version(batch_id, "engine.json"), state.to_json())
 
 
-def pending_rows(store: StateStore, batch_id: int | None, rows: DataFrame) -> DataFrame | None:
-    """The rows committed batch ``batch_id`` held back, or None; read in the schema of
-    ``rows`` (the batch's, with the hidden columns), which they were written in: no
-    job to infer it."""
-    if batch_id is None:
+def column_types(batch: DataFrame) -> dict[str, str]:
+    """The types of ``batch``'s top-level columns, as Spark spells them."""
+    return {f.name: f.dataType.simpleString() for f in batch.schema.fields}
+
+
+def check_column_types(recorded: dict[str, str] | None, batch: DataFrame, state: str) -> None:
+    """Raises a :class:`StateError` naming the first column of ``batch`` whose type
+    differs from the one ``recorded`` with the state in location ``state`` (its rows held
+    back and its operators' snapshots are in those types). A column added or removed
+    since is not refused (held-back rows read it as null, or leave it out), nor a
+    struct, array or map column (the Parquet reader evolves nested fields), nor a state
+    that recorded no types (None: written before floodmark recorded them)."""
+    if recorded is None:
+        return
+    nested = ("struct<", "array<", "map<")
+    for name, now in column_types(batch).items():
+        then = recorded.get(name)
+        if then is None or then == now or then.startswith(nested) or now.startswith(nested):
+            continue
+        raise StateError(
+            f"the column {name!r} is {now}, but it was {then} when the state in {state} "
+            "was written: the rows held back and the windows kept are in the old type; "
+            f"restore the column's type, or {NEW_QUERY}. Nothing was written"
+        )
+
+
+def pending_rows(
+    store: StateStore, batch_id: int | None, state: EngineState, rows: DataFrame
+) -> DataFrame | None:
+    """The rows committed batch ``batch_id`` held back (its ``state`` counts them), or
+    None; read in the schema of ``rows`` (the batch's, with the hidden columns), which
+    they were written in: no job to infer it. A version that counts rows held back but
+    lacks them is refused as damaged."""
+    if batch_id is None or state.held_back == 0:
         return None
-    path = store.version(batch_id, "pending")
-    if not store.exists(path):
+    counted = state.held_back is not None  # None: written before floodmark counted them
+    if not counted and not store.exists(store.version(batch_id, "pending")):
         return None
+    path = store.committed_file(batch_id, "pending")
     return rows.sparkSession.read.schema(rows.schema).parquet(path)
 
 
@@ -410,6 +448,10 @@ def save_pending(store: StateStore, batch_id: int, rows: DataFrame, segment: Seg
 
 
 DEFAULT_ALLOWANCE = timedelta(seconds=1)
+
+#: How many batches' summaries a handler keeps in :attr:`BatchHandler.progress` (as
+#: Spark's ``spark.sql.streaming.numRecentProgressUpdates``); every one is in its marker.
+KEEP_PROGRESS = 100
 
 
 def known_channels(channels: Iterable[Any] | None) -> list[Any]:
@@ -459,8 +501,8 @@ def check_channel_type(
             raise StateError(
                 f"the channel column {column!r} is {dtype.simpleString()}, but the state in "
                 f"{state} holds channels like {channels[0]!r}: the column's type changed "
-                "since the state was written; restore it, or start a new query (new "
-                "checkpoint and state location). Nothing was written"
+                f"since the state was written; restore it, or {NEW_QUERY}. Nothing was "
+                "written"
             )
         return
     if not isinstance(channels[0], kind):
@@ -482,9 +524,12 @@ def check_channel_type(
 
 __all__ = [
     "DEFAULT_ALLOWANCE",
+    "KEEP_PROGRESS",
     "KILL_POINTS",
     "BatchHandler",
     "BatchResult",
+    "check_column_types",
+    "column_types",
     "load_engine",
     "pending_rows",
     "reads_only_files",

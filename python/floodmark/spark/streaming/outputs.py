@@ -17,6 +17,7 @@ and moves them into place only after the marker, so ``spark.read.parquet(path +
 from __future__ import annotations
 
 import inspect
+import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from floodmark.exceptions import InvalidParameterError
@@ -45,6 +46,9 @@ class ParquetOutputs:
     a move cut short by a crash is finished, not started again).
     ``spark.read.parquet(path + "/results")`` returns the committed batches with a
     ``batch`` column.
+
+    The first batch records the query's id in ``path/_query.json``; another query
+    (another checkpoint) writing to the same path is refused.
 
     Where the file system renames a folder in one step (HDFS, local, ABFS), a reader
     sees a batch whole or not at all. S3A renames a folder file by file: there a reader
@@ -92,6 +96,26 @@ class ParquetOutputs:
         for key, value in self.options.items():
             writer = writer.option(key, value)
         writer.parquet(self.staging(kind, batch_id))
+
+    def claim(self, spark: Any, query_id: str | None) -> None:
+        """Records ``query_id`` as the query writing to ``path`` (``path/_query.json``)
+        on first use, and refuses another query's outputs: a batch id of this query
+        would replace that query's batch of the same id."""
+        from floodmark.spark.streaming.state import StateError, StateStore
+
+        files = StateStore(spark, self.path)
+        record = files.path("_query.json")
+        if not files.exists(record):
+            files.write(record, json.dumps({"query_id": query_id}).encode())
+            return
+        owner = json.loads(files.read(record)).get("query_id")
+        if owner != query_id:
+            raise StateError(
+                f"the outputs in {self.path} belong to streaming query {owner}, and this "
+                f"is query {query_id} (another checkpoint): its batches would replace "
+                "that query's batches of the same ids; give this query outputs of its "
+                "own (another path), or delete those; nothing was written"
+            )
 
     def publish(self, store: Any, batch_id: int, kinds: list[str]) -> None:
         """Moves the staged folders of a committed batch into place (idempotent, and

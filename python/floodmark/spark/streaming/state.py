@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 #: How many committed versions are kept.
 KEEP_VERSIONS = 2
 
+#: What every refusal of a state that cannot go on offers instead.
+NEW_QUERY = "start a new query (new checkpoint, state location and outputs)"
+
 
 class StateError(FloodmarkError, ValueError):
     """The state location belongs to another query or configuration, or is damaged."""
@@ -174,6 +177,14 @@ class StateStore:
                     f"the state location {self.location} holds committed batches but no "
                     "_identity.json: it was not written by this version of floodmark"
                 )
+            if self.exists(self.path("offsets")) or self.exists(self.path("metadata")):
+                raise InvalidParameterError(
+                    "state_location",
+                    f"{self.location} is a streaming query's checkpoint (it holds "
+                    "offsets/ and metadata), whose commits/ folder floodmark's markers "
+                    "would share: give floodmark's state a folder of its own, e.g. "
+                    f"{self.location}/floodmark; nothing was written",
+                )
             self.write(path, record)
             return
         stored = json.loads(self.read(path))
@@ -197,9 +208,8 @@ class StateStore:
             raise StateError(
                 f"the streaming handler's configuration changed since the state in "
                 f"{self.location} was written ({details}); the state of one "
-                "configuration cannot continue another: start a new query (new checkpoint "
-                "and state location), or restore the previous configuration. Nothing was "
-                "written"
+                f"configuration cannot continue another: {NEW_QUERY}, or restore the "
+                "previous configuration. Nothing was written"
             )
 
     # --- commits ---------------------------------------------------------------------
@@ -215,16 +225,22 @@ class StateStore:
     def check_continues(self, batch_id: int) -> None:
         """Refuses batch ``batch_id`` unless the newest committed batch is the one
         before it, or is it (run again: Spark crashed between floodmark's marker and its
-        own commit), or none is. Spark numbers its batches one after another, runs the
-        handler for each and runs again only its newest, so anything else means the
-        checkpoint and the state have parted (one of them restored from an older copy,
-        or a handler whose errors were swallowed): running on would drop the rows of
-        the batches in between, or skip or replace committed batches whose offsets
-        may now differ. Nothing is written."""
+        own commit), or none is and this is batch 0. Spark numbers its batches one after
+        another from 0, runs the handler for each and runs again only its newest, so
+        anything else means the checkpoint and the state have parted (one of them
+        restored from an older copy, or a handler whose errors were swallowed): running
+        on would drop the rows of the batches in between, or skip or replace committed
+        batches whose offsets may now differ. Nothing is written."""
         done = self.committed()
-        if not done or done[-1] in (batch_id - 1, batch_id):
+        if not done and batch_id > 0:
+            what = (
+                f"Spark runs batch {batch_id}, but {self.location} holds no committed "
+                "batch: the state was lost, or the query's earlier batches kept it "
+                "elsewhere (a new checkpoint starts at batch 0)"
+            )
+        elif not done or done[-1] in (batch_id - 1, batch_id):
             return
-        if done[-1] > batch_id:
+        elif done[-1] > batch_id:
             what = (
                 f"Spark runs batch {batch_id}, but batch {done[-1]} is committed in "
                 f"{self.location}: the checkpoint is behind the state"
@@ -237,9 +253,9 @@ class StateStore:
             )
         raise StateError(
             f"{what}. A query's checkpoint and floodmark state must be kept (and restored) "
-            "together: restore the matching pair, or start a new query (new checkpoint and "
-            "state location). A foreachBatch function must call the handler for every "
-            "batch, empty ones too (an empty batch costs it little). Nothing was written"
+            f"together: restore the matching pair, or {NEW_QUERY}. A foreachBatch function "
+            "must call the handler for every batch, empty ones too (an empty batch costs "
+            "it little). Nothing was written"
         )
 
     def is_committed(self, batch_id: int) -> bool:
@@ -268,4 +284,4 @@ class StateStore:
         return data
 
 
-__all__ = ["KEEP_VERSIONS", "StateError", "StateStore"]
+__all__ = ["KEEP_VERSIONS", "NEW_QUERY", "StateError", "StateStore"]

@@ -59,7 +59,7 @@ def batch_rows(
     """The batch's rows (ticks, re-stamped arrival; null where they cannot be placed)
     and the rows committed batch ``previous`` held back."""
     fresh = with_ticks(batch, plan, state.frontier)
-    pending = pending_rows(store, previous, fresh)
+    pending = pending_rows(store, previous, state, fresh)
     return fresh if pending is None else fresh.unionByName(pending)
 
 
@@ -312,7 +312,7 @@ class StreamingWatermarks(BatchHandler):
             segment.state, late=state.late + late, dropped=state.dropped + errors
         )
         with self.clock("state"):
-            save_engine(store, batch_id, new)
+            save_engine(store, batch_id, new, batch)
         result.summary = {
             **progress(segment, plan),
             "records": int(counts["rows"]),

@@ -377,7 +377,7 @@ class StreamingWindows(BatchHandler):
             dropped=state.dropped + counts["dropped"],
         )
         with self.clock("state"):
-            save_engine(store, batch_id, new)
+            save_engine(store, batch_id, new, batch)
         result.summary = {
             **progress(segment, plan),
             "path": "native" if native else "keyed",

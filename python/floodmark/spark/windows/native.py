@@ -65,8 +65,9 @@ from floodmark.vocabulary import SAFE
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-#: With allowed lateness, the most records that may refire (bounded by the timeline)
-#: for which the windows they refire are broadcast; above it, the keyed operator runs.
+#: With allowed lateness, the most (record, window) pairs that may refire (the records
+#: the timeline bounds times the windows per record) for which the windows they refire
+#: are broadcast; above it, the keyed operator runs.
 MAX_REFIRINGS = 2_000_000
 #: Most windows per record (``ceil(size / slide)``) that the native path explodes into.
 MAX_WINDOWS_PER_RECORD = 1000
@@ -101,7 +102,7 @@ def candidate(plan: WindowPlan) -> bool:
     kind, size, step, _ = grid(plan)
     if kind not in ("tumbling", "sliding") or step > size:  # gaps: records in no window
         return False
-    if -(-size // step) > MAX_WINDOWS_PER_RECORD or size >= SAFE >> 2:
+    if windows_per_record(plan) > MAX_WINDOWS_PER_RECORD or size >= SAFE >> 2:
         return False
     if not 0 <= plan.lateness < SAFE >> 1:
         return False
@@ -109,6 +110,12 @@ def candidate(plan: WindowPlan) -> bool:
         agg == "count" or (agg[0] in ORDER_FREE and plan.values[agg[1]] == "bigint")
         for agg in plan.aggs
     )
+
+
+def windows_per_record(plan: WindowPlan) -> int:
+    """The most windows one record falls in (``ceil(size / step)``)."""
+    _, size, step, _ = grid(plan)
+    return -(-size // step)
 
 
 def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
@@ -191,7 +198,7 @@ def native_outputs(
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
     maybe_late = timeline.maybe_late if timeline.maybe_late is not None else I64_MAX
-    if plan.lateness and maybe_late > MAX_REFIRINGS:
+    if plan.lateness and maybe_late > MAX_REFIRINGS // windows_per_record(plan):
         return None  # too many windows may refire to broadcast them
     on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
     is_open = max_ts + F.lit(plan.lateness) > F.col(_WM) if maybe_late else F.lit(True)
@@ -243,7 +250,7 @@ def with_pairs(recs: DataFrame, plan: WindowPlan) -> DataFrame:
     if size <= step:
         return recs
     latest = F.col(_WS)
-    back = (-(-size // step) - 1) * step
+    back = (windows_per_record(plan) - 1) * step
     starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
     return recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
         F.col(_WS) > F.col(TS) - F.lit(size)
