@@ -7,17 +7,58 @@ from typing import Any
 
 import pyarrow as pa
 
-from floodmark.exceptions import InvalidInputError
+from floodmark.exceptions import InvalidInputError, SchemaError
 
 
-def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Array:
+def time_ticks(arr: pa.Array, column: str, unit: str) -> pa.Array:
+    """A timestamp or duration array as ``int64`` ticks of ``unit``, the one rule for
+    Arrow times: digits finer than ``unit`` are floored (toward negative infinity, as
+    the Spark layer's columns are), a value whose ticks leave the ``int64`` range is
+    refused naming ``column``. Any other array is returned as it is."""
+    import pyarrow.compute as pc
+
+    from floodmark.time import TICKS_PER_SECOND
+
+    t = arr.type
+    if not (pa.types.is_timestamp(t) or pa.types.is_duration(t)):
+        return arr
+    have, want = TICKS_PER_SECOND[t.unit], TICKS_PER_SECOND[unit]
+    raw = arr.cast(pa.int64())
+    if want >= have:
+        try:
+            return pc.multiply_checked(raw, want // have)
+        except pa.ArrowInvalid:
+            raise InvalidInputError(
+                column, f"holds a time outside the int64 range in ticks of {unit!r}"
+            ) from None
+    per = have // want
+    quotient = pc.divide(raw, per)  # toward zero
+    below = pc.less(pc.subtract(raw, pc.multiply(quotient, per)), 0)
+    return pc.if_else(below, pc.subtract(quotient, 1), quotient)
+
+
+def time_column(arr: pa.Array, column: str, unit: str) -> pa.Array:
+    """An event-time or arrival column as ``int64`` ticks of ``unit``: integers as they
+    are, timestamps by :func:`time_ticks`; any other type refused naming ``column``."""
+    t = arr.type
+    if pa.types.is_timestamp(t):
+        return time_ticks(arr, column, unit)
+    if pa.types.is_integer(t) and t != pa.uint64():
+        return arr.cast(pa.int64())
+    raise SchemaError(column, f"expected an integer or timestamp column, got {t}")
+
+
+def to_int64_array(
+    values: Any, column: str, *, nullable: bool = False, unit: str | None = None
+) -> pa.Array:
     """Converts a pyarrow array/chunked array, numpy array, pandas Series or list of
-    ints to a ``pyarrow.int64`` array.
+    ints to a ``pyarrow.int64`` array; with ``unit``, timestamps and durations too
+    (:func:`time_ticks`).
 
     Raises:
         InvalidInputError: the values are not integers (floats are refused, even whole
-            ones, rather than truncated), do not fit an int64, or hold nulls when not
-            allowed.
+            ones, rather than truncated), do not fit an int64, hold nulls when not
+            allowed, or are timestamps or durations and no ``unit`` says their ticks.
     """
     try:
         if isinstance(values, pa.ChunkedArray):
@@ -32,7 +73,11 @@ def to_int64_array(values: Any, column: str, *, nullable: bool = False) -> pa.Ar
             # the type is inferred, so that floats are refused below, not truncated
             arr = pa.array(list(values))
         if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
-            arr = arr.cast(pa.int64())
+            if unit is None:
+                raise InvalidInputError(
+                    column, f"must hold integer ticks, got {arr.type}: convert it to ticks"
+                )
+            arr = time_ticks(arr, column, unit)
         if not (pa.types.is_integer(arr.type) or pa.types.is_null(arr.type)):
             raise InvalidInputError(column, f"must hold integers (int64 ticks), got {arr.type}")
         arr = arr.cast(pa.int64())
@@ -54,4 +99,4 @@ def to_string_array(values: Any, column: str) -> pa.Array:
     return arr.cast(pa.string())
 
 
-__all__ = ["to_int64_array", "to_string_array"]
+__all__ = ["time_column", "time_ticks", "to_int64_array", "to_string_array"]

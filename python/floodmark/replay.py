@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from floodmark.arrays import time_column
 from floodmark.exceptions import InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
@@ -261,8 +262,8 @@ def replay(
     table = processing_order(
         table.filter(valid_rows(table, ev, arrival, channel)), arrival, channel, ev, keys, ties
     )
-    arr = table[arrival].to_numpy().astype(np.int64)
-    ts = table[ev].to_numpy().astype(np.int64)
+    arr = time_column(table[arrival].combine_chunks(), arrival, arrival_unit).to_numpy()
+    ts = time_column(table[ev].combine_chunks(), ev, event_time_unit).to_numpy()
     channels, chan_idx = channel_index(table[channel])
     marker = None
     if resolved.kind == "punctuated":

@@ -134,11 +134,15 @@ def drive(
             "emit_interval",
             f"must be > 0 ticks of {unit!r}, got {emit_interval!r}",
         )
-    ts = to_int64_array(event_time, "event_time")
-    arr = to_int64_array(arrival, "arrival")
+    ts = to_int64_array(event_time, "event_time", unit=unit)
+    arr = to_int64_array(arrival, "arrival", unit=unit)
+    if len(ts) != len(arr):
+        raise InvalidInputError("arrival", f"has {len(arr)} values but event_time has {len(ts)}")
     if strategy.kind == "punctuated" and marker is None:
         raise InvalidParameterError("marker", "a punctuated strategy needs marker=")
     mk = None if marker is None else to_int64_array(marker, "marker", nullable=True)
+    if mk is not None and len(mk) != len(ts):
+        raise InvalidInputError("marker", f"has {len(mk)} values but event_time has {len(ts)}")
     if start is not None:
         start = check_int64(start, "start")
     if until is not None:

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
+from floodmark.arrays import time_column
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 from floodmark.vocabulary import AGG_FUNCTIONS
@@ -248,16 +249,6 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     )
 
 
-def _time_column(arr: pa.Array, name: str, unit: str) -> pa.Array:
-    t = arr.type
-    if pa.types.is_timestamp(t):
-        # a finer timestamp is truncated to whole ticks of `unit`
-        return arr.cast(pa.timestamp(unit, tz=t.tz), safe=False).cast(pa.int64())
-    if pa.types.is_integer(t) and t != pa.uint64():
-        return arr.cast(pa.int64())
-    raise SchemaError(name, f"expected an integer or timestamp column, got {t}")
-
-
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
     t = arr.type
     if pa.types.is_integer(t) and t != pa.uint64():
@@ -440,14 +431,14 @@ class WindowOperator:
             raise SchemaError(
                 self._keys[0], f"key column types changed from {self._key_types} to {key_types}"
             )
-        arrays.append(_time_column(_column(batch, self._event_time), self._event_time, self._unit))
+        arrays.append(time_column(_column(batch, self._event_time), self._event_time, self._unit))
         names.append(self._event_time)
         for name in self._value_names:
             if name not in names:
                 arrays.append(_value_column(_column(batch, name), name))
                 names.append(name)
         if self._arrival is not None and self._arrival not in names:
-            arrays.append(_time_column(_column(batch, self._arrival), self._arrival, self._unit))
+            arrays.append(time_column(_column(batch, self._arrival), self._arrival, self._unit))
             names.append(self._arrival)
         return pa.RecordBatch.from_arrays(arrays, names=names)
 

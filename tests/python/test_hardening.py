@@ -370,3 +370,37 @@ def test_a_table_of_several_batches_is_processed_whole(monkeypatch: pytest.Monke
     op = operator()
     assert column_of(lambda: op.process(table, {"position": [8], "watermark": [1]})) == "position"
     assert op.position == 0
+
+
+# --- Arrow times: one rule (floodmark.arrays.time_ticks) -------------------------------
+
+
+def test_arrow_times_become_ticks_of_the_unit_floored_and_range_checked() -> None:
+    from floodmark.arrays import time_ticks
+
+    us = pa.array([-10_500, -10_000, 10_500, None], pa.timestamp("us", tz="UTC"))
+    assert time_ticks(us, "c", "ms").to_pylist() == [-11, -10, 10, None]  # floored
+    assert time_ticks(us, "c", "ns").to_pylist() == [-10_500_000, -10_000_000, 10_500_000, None]
+    year_9999 = pa.array([253_402_214_400], pa.timestamp("s"))
+    with pytest.raises(InvalidInputError, match=r"`c`.*outside the int64 range.*'ns'"):
+        time_ticks(year_9999, "c", "ns")
+
+
+def test_drive_reads_timestamps_in_its_unit_and_refuses_columns_of_other_lengths() -> None:
+    s = WatermarkStrategy.for_bounded_out_of_orderness(10)
+    seconds = pa.array([1_000_000, 2_000_000], pa.timestamp("us"))  # 1 s and 2 s
+    got = drive(s, seconds, pa.array([0, 200], pa.timestamp("ms")), unit="ms")
+    want = drive(s, [1_000, 2_000], [0, 200], unit="ms")
+    assert got.record_watermark == want.record_watermark
+    assert got.record_watermark.to_pylist()[1] == 989
+    with pytest.raises(InvalidInputError, match=r"`arrival`.*0 values but event_time has 3"):
+        drive(s, [100, 200, 300], [])
+    punctuated = WatermarkStrategy.for_punctuated("wm")
+    with pytest.raises(InvalidInputError, match=r"`marker`.*2 values but event_time has 0"):
+        drive(punctuated, [], [], marker=[1, 2])
+
+
+def test_engines_without_a_unit_refuse_timestamps_naming_the_column() -> None:
+    stamps = pa.array([1, 2], pa.timestamp("ms"))
+    with pytest.raises(InvalidInputError, match=r"`watermark`.*integer ticks, got timestamp"):
+        Valve(2).process([0, 1], ["watermark", "watermark"], stamps)

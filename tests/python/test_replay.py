@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.replay import replay
@@ -114,3 +115,32 @@ def test_a_nan_value_sorts_after_every_number_as_spark_sorts_it() -> None:
         assert [(r["min_v"], r["max_v"], r["first_v"]) for r in out.results.to_pylist()] == [
             (1.0, 1.0, 1.0)
         ]
+
+
+def test_a_timestamp_event_time_is_read_in_its_unit_by_both_stages() -> None:
+    """The watermark stage and the window stage read a timestamp column as ticks of
+    ``event_time_unit`` alike; a float time column is refused naming it."""
+    from floodmark.exceptions import SchemaError
+
+    ints = pa.table(
+        {"ts": [100, 95, 130, 20], "at": [0, 200, 200, 400], "ch": ["a", "a", "b", "a"]}
+    ).append_column("k", pa.array(["x"] * 4))
+    stamps = ints.set_column(
+        0, "ts", pa.array([100_000, 95_000, 130_000, 20_000], pa.timestamp("us"))
+    )
+    kw = {
+        "strategy": WatermarkStrategy.for_bounded_out_of_orderness(10),
+        "channel": "ch",
+        "arrival": "at",
+        "event_time": "ts",
+        "key": "k",
+        "window": TumblingEventTimeWindows.of(100),
+    }
+    want, got = replay(ints, **kw), replay(stamps, **kw)
+    assert got.records["watermark"] == want.records["watermark"]
+    assert got.records["is_late"] == want.records["is_late"]
+    assert got.results["count"] == want.results["count"]
+    assert got.late.num_rows == want.late.num_rows
+    floats = ints.set_column(0, "ts", pa.array([100.0, 95.0, 130.0, 20.0]))
+    with pytest.raises(SchemaError, match=r"`ts`.*integer or timestamp column, got double"):
+        replay(floats, **kw)

@@ -10,6 +10,7 @@ import argparse
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from fractions import Fraction
 from typing import Any
 
 from floodmark.time import format_duration
@@ -57,12 +58,17 @@ def parse_duration(text: str) -> timedelta:
             f"duration {text!r} has an unknown unit {unit!r}; use one of "
             f"{', '.join(DURATION_UNITS)} ({_EXAMPLES})"
         )
-    micros = float(number) * DURATION_UNITS[unit]
-    if micros != int(micros):
+    micros = Fraction(number) * DURATION_UNITS[unit]  # exact: 1.005s is 1,005,000 us
+    if micros.denominator != 1:
         raise argparse.ArgumentTypeError(
             f"duration {text!r} is finer than a microsecond; round it to whole microseconds"
         )
-    return timedelta(microseconds=int(micros))
+    try:
+        return timedelta(microseconds=int(micros))
+    except OverflowError:
+        raise argparse.ArgumentTypeError(
+            f"duration {text!r} is longer than Python's timedelta allows (999,999,999 days)"
+        ) from None
 
 
 def parse_positive_duration(text: str) -> timedelta:

@@ -30,6 +30,8 @@ from floodmark.cli.args import (
         ("1.5s", timedelta(milliseconds=1500)),
         ("0s", timedelta(0)),
         (" 2 MIN ", timedelta(minutes=2)),
+        ("1.005s", timedelta(microseconds=1_005_000)),  # exact, not 1.00499999... s
+        ("0.3ms", timedelta(microseconds=300)),
     ],
 )
 def test_durations(text: str, expected: timedelta) -> None:
@@ -44,6 +46,8 @@ def test_durations(text: str, expected: timedelta) -> None:
         ("5 parsecs", "unknown unit"),
         ("abc", "not a duration"),
         ("1.0005ms", "finer than a microsecond"),
+        ("1000000000d", "longer than Python's timedelta allows"),
+        ("99999999999d", "longer than Python's timedelta allows"),
     ],
 )
 def test_bad_durations(text: str, hint: str) -> None:
@@ -97,3 +101,12 @@ def test_infer_format(tmp_path: Path) -> None:
     assert infer_format(str(folder)) == "csv"
     with pytest.raises(ValueError, match="--format"):
         infer_format("data.txt")
+
+
+def test_a_recommendation_without_an_idle_timeout_names_no_idle_flag() -> None:
+    from floodmark.report.recommend import Recommendation
+
+    line = Recommendation(timedelta(seconds=5), None, 0.01, 1.0, 2.0).sentence(0.05)
+    assert line.startswith("recommended: --bound 5s (late")
+    with_idle = Recommendation(timedelta(seconds=5), timedelta(seconds=30), 0.01, 1.0, 2.0)
+    assert "--bound 5s --idle 30s (late" in with_idle.sentence(0.05)
