@@ -66,8 +66,10 @@ def drive(
 
     Args:
         strategy: the watermark strategy.
-        event_time: event timestamps (int64 ticks; no nulls).
-        arrival: arrival (processing) times in ticks, non-decreasing.
+        event_time: event timestamps (int64 ticks, or Arrow timestamps read as ticks of
+            ``unit``, finer digits floored; no nulls).
+        arrival: arrival (processing) times in ticks (or Arrow timestamps, as
+            ``event_time``), non-decreasing.
         emit_interval: the periodic-emission interval (Flink's
             ``autoWatermarkInterval``), a ``timedelta`` or ticks.
         start: the grid starts at the first multiple of the interval at or after it
