@@ -91,12 +91,32 @@ def to_int64_array(
 
 
 def to_string_array(values: Any, column: str) -> pa.Array:
-    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    if not isinstance(arr, pa.Array):
-        arr = pa.array(list(arr), pa.string())
-    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        raise InvalidInputError(column, f"must be strings, got {arr.type}")
-    return arr.cast(pa.string())
+    """Converts a pyarrow array/chunked array, numpy array, pandas Series or list of
+    strings to a ``pyarrow.string`` array.
+
+    Raises:
+        InvalidInputError: the values are not strings (named by ``column``).
+    """
+    try:
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if not isinstance(arr, pa.Array):
+            if type(values).__module__.startswith("pandas"):
+                arr = pa.Array.from_pandas(values)
+            else:
+                arr = pa.array(list(values))
+        if pa.types.is_null(arr.type):
+            arr = arr.cast(pa.string())
+        if not (
+            pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)
+            or pa.types.is_string_view(arr.type)
+        ):
+            raise InvalidInputError(column, f"must be strings, got {arr.type}")
+        return arr.cast(pa.string())
+    except InvalidInputError:
+        raise
+    except (pa.ArrowException, TypeError, ValueError) as e:
+        raise InvalidInputError(column, f"must be strings: {e}") from e
 
 
 __all__ = ["time_column", "time_ticks", "to_int64_array", "to_string_array"]

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.arrays import time_column
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
 from floodmark.timeline import (
@@ -90,6 +90,24 @@ def processing_order(
             keyed, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
         )
     return table.take(order)
+
+
+def input_table(table: object) -> pa.Table:
+    """``table`` as a ``pyarrow.Table`` (a record batch or a pandas DataFrame is one).
+
+    Raises:
+        InvalidParameterError: ``table`` is none of these.
+    """
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, pa.RecordBatch):
+        return pa.Table.from_batches([table])
+    if type(table).__module__.startswith("pandas") and type(table).__name__ == "DataFrame":
+        return pa.Table.from_pandas(table, preserve_index=False)
+    raise InvalidParameterError(
+        "table",
+        f"expected a pyarrow.Table, RecordBatch or pandas DataFrame, got {type(table).__name__}",
+    )
 
 
 def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.Table:
@@ -246,7 +264,7 @@ def replay(
     """
     from floodmark.windows import WindowOperator
 
-    check_topology(source_parallelism, topic, end_of_input)
+    source_parallelism = check_topology(source_parallelism, topic, end_of_input)
 
     ev = event_time or strategy.timestamp_column
     if ev is None:
@@ -256,6 +274,13 @@ def replay(
         )
     keys = [key] if isinstance(key, str) else list(key)
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
+    table = input_table(table)
+    values = [a[1] for a in ([aggs] if isinstance(aggs, str) else aggs) if isinstance(a, tuple)]
+    named = [ev, arrival, channel, resolved.marker_column]
+    named += [*keys, *values] if window is not None else []
+    for name in named:
+        if isinstance(name, str) and name not in table.schema.names:
+            raise SchemaError(name, f"missing column (the table has {table.schema.names})")
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(aggs) if window is not None else []

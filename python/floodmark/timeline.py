@@ -28,7 +28,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import WatermarkStrategy
-from floodmark.time import Duration, check_int64, to_ticks
+from floodmark.time import Duration, as_int, check_int64, to_ticks
 
 
 class InForce(NamedTuple):
@@ -75,18 +75,18 @@ def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndar
 END_OF_INPUT = ("together", "per_channel")
 
 
-def check_topology(source_parallelism: object, topic: object, end_of_input: object) -> None:
+def check_topology(source_parallelism: object, topic: object, end_of_input: object) -> int | None:
     """Checks the topology options (``source_parallelism``, ``topic``,
     ``end_of_input``) of :func:`floodmark.replay` and the Spark functions.
+
+    Returns:
+        ``source_parallelism`` as a Python ``int`` (a numpy integer is one), or None.
 
     Raises:
         InvalidParameterError: naming the option that is wrong.
     """
-    if source_parallelism is not None and (
-        isinstance(source_parallelism, bool)
-        or not isinstance(source_parallelism, int)
-        or source_parallelism < 1
-    ):
+    parallelism = None if source_parallelism is None else as_int(source_parallelism)
+    if source_parallelism is not None and (parallelism is None or parallelism < 1):
         raise InvalidParameterError(
             "source_parallelism", f"expected None or an int >= 1, got {source_parallelism!r}"
         )
@@ -103,6 +103,7 @@ def check_topology(source_parallelism: object, topic: object, end_of_input: obje
         raise InvalidParameterError(
             "end_of_input", f"expected one of {', '.join(END_OF_INPUT)}, got {end_of_input!r}"
         )
+    return parallelism
 
 
 def subtasks_of(

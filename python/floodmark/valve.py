@@ -230,6 +230,14 @@ def _mux_result(
 Via = Literal["immediate", "deferred"]
 
 
+def _output_id(output_id: object) -> str:
+    if not isinstance(output_id, str):
+        raise InvalidParameterError(
+            "output_id", f"expected a str, got {type(output_id).__name__} {output_id!r}"
+        )
+    return output_id
+
+
 def _deferred(via: str) -> bool:
     if via not in ("immediate", "deferred"):
         raise InvalidParameterError("via", f"expected 'immediate' or 'deferred', got {via!r}")
@@ -248,12 +256,13 @@ class Multiplexer:
 
         Raises:
             IllegalStateError: ``output_id`` is already registered.
+            InvalidParameterError: ``output_id`` is not a ``str``.
         """
-        self._inner.register_output(output_id)
+        self._inner.register_output(_output_id(output_id))
 
     def unregister_output(self, output_id: str) -> bool:
         """Removes an output; True if it was registered. Does not recompute."""
-        return self._inner.unregister_output(output_id)
+        return self._inner.unregister_output(_output_id(output_id))
 
     def emit_watermark(
         self, output_id: str, wm: int, *, via: Via = "immediate"
@@ -264,16 +273,16 @@ class Multiplexer:
             InvalidParameterError: no output ``output_id``, or a bad ``via``.
         """
         return _mux_result(
-            self._inner.emit_watermark(output_id, check_int64(wm, "wm"), _deferred(via))
+            self._inner.emit_watermark(_output_id(output_id), check_int64(wm, "wm"), _deferred(via))
         )
 
     def mark_idle(self, output_id: str, *, via: Via = "immediate") -> MultiplexerResult:
         """``markIdle`` on the output ``output_id``."""
-        return _mux_result(self._inner.mark(output_id, True, _deferred(via)))
+        return _mux_result(self._inner.mark(_output_id(output_id), True, _deferred(via)))
 
     def mark_active(self, output_id: str, *, via: Via = "immediate") -> MultiplexerResult:
         """``markActive`` on the output ``output_id``."""
-        return _mux_result(self._inner.mark(output_id, False, _deferred(via)))
+        return _mux_result(self._inner.mark(_output_id(output_id), False, _deferred(via)))
 
     def on_periodic_emit(self) -> MultiplexerResult:
         """``onPeriodicEmit``: recomputes the combined watermark."""

@@ -167,6 +167,12 @@ def _grid_bounds(
     first = start if start is not None else arr[0].as_py()
     last = until if until is not None else arr[-1].as_py()
     if last < first:
+        if until is None and start is None:
+            raise InvalidInputError(
+                "arrival",
+                f"must be non-decreasing, but the last arrival ({last}) is before the "
+                f"first ({first})",
+            )
         if until is None:
             raise InvalidInputError(
                 "arrival",

@@ -55,6 +55,8 @@ class _Assigner:
         self, size: Duration = 0, slide: Duration = 0, offset: Duration = 0, gap: Duration = 0
     ) -> None:
         raw = {"size": size, "slide": slide, "offset": offset, "gap": gap}
+        for name, value in raw.items():  # a value of the wrong type is refused now
+            to_ticks(value, "ms", name)
         ints = {k: as_int(v) for k, v in raw.items()}
         # numpy integers become ints (a timedelta stays one)
         self._raw: dict[str, Duration] = {k: raw[k] if i is None else i for k, i in ints.items()}
@@ -170,11 +172,15 @@ def merge_windows(
     Only groups of more than one distinct window are reported, in sweep order.
 
     Raises:
-        InvalidParameterError: a bound is not an int64 (named ``windows``).
+        InvalidParameterError: a window is not a pair of int64 bounds (named
+            ``windows``).
     """
-    return _core.merge_windows(
-        [(check_int64(s, "windows"), check_int64(e, "windows")) for s, e in windows]
-    )
+    pairs = []
+    for window in windows:
+        if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
+            raise InvalidParameterError("windows", f"expected (start, end) pairs, got {window!r}")
+        pairs.append((check_int64(window[0], "windows"), check_int64(window[1], "windows")))
+    return _core.merge_windows(pairs)
 
 
 class WindowOutput(NamedTuple):
@@ -249,14 +255,29 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     )
 
 
+def _take(batch: pa.RecordBatch, rows: pa.Array) -> pa.RecordBatch:
+    """``batch.take(rows)``, view-typed columns too (Arrow has no take for them: they
+    are taken as their large type and cast back)."""
+    views = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
+    if not any(t in views for t in batch.schema.types):
+        return batch.take(rows)
+    arrays = [
+        c.cast(views[c.type]).take(rows).cast(c.type) if c.type in views else c.take(rows)
+        for c in batch.columns
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
     t = arr.type
+    if pa.types.is_dictionary(t):  # keyed by value, whatever the dictionary
+        return _key_column(arr.dictionary_decode(), name)
     if pa.types.is_integer(t) and t != pa.uint64():
         return arr.cast(pa.int64())
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr
-    if pa.types.is_dictionary(t) and pa.types.is_string(t.value_type):
-        return arr.cast(pa.string())
+    if pa.types.is_string_view(t):  # the engine's keys are offsets-based strings
+        return arr.cast(pa.large_string())
     raise SchemaError(name, f"key columns must be integer or string, got {t}")
 
 
@@ -376,6 +397,10 @@ class WindowOperator:
         self._keys = [key] if isinstance(key, str) else list(key)
         if not self._keys or not all(isinstance(k, str) for k in self._keys):
             raise InvalidParameterError("key", "give one or more column names")
+        if not isinstance(event_time, str):
+            raise InvalidParameterError("event_time", f"expected a column name, got {event_time!r}")
+        if arrival is not None and not isinstance(arrival, str):
+            raise InvalidParameterError("arrival", f"expected a column name, got {arrival!r}")
         self._event_time = event_time
         self._arrival = arrival
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
@@ -449,8 +474,8 @@ class WindowOperator:
         source = batch
         if source is None:
             source = pa.RecordBatch.from_pylist([], schema=self._input_schema)
-        late = source.take(late_rows).append_column("watermark", late_wm.cast(pa.int64()))
-        dropped = source.take(dropped_rows).append_column("reason", reasons.cast(pa.string()))
+        late = _take(source, late_rows).append_column("watermark", late_wm.cast(pa.int64()))
+        dropped = _take(source, dropped_rows).append_column("reason", reasons.cast(pa.string()))
         return WindowOutput(self._timing(results), late, dropped)
 
     def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:

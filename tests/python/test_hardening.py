@@ -404,3 +404,78 @@ def test_engines_without_a_unit_refuse_timestamps_naming_the_column() -> None:
     stamps = pa.array([1, 2], pa.timestamp("ms"))
     with pytest.raises(InvalidInputError, match=r"`watermark`.*integer ticks, got timestamp"):
         Valve(2).process([0, 1], ["watermark", "watermark"], stamps)
+
+
+def test_low_level_arguments_of_the_wrong_type_are_refused_by_name() -> None:
+    valve = Valve(2)
+    with pytest.raises(InvalidInputError, match=r"`kind`: must be strings, got int64"):
+        valve.process([0], [1], [5])
+    with pytest.raises(InvalidInputError, match=r"`kind`: must be strings, got list"):
+        valve.process([0], [[1]], [5])
+    with pytest.raises(InvalidInputError, match=r"`kind`: .*got a null$"):
+        valve.process([0], [None], [5])
+    with pytest.raises(InvalidInputError, match=r"`kind`: .*got \"idel\"$"):
+        valve.process([0], ["idel"], [5])
+    assert valve.process(np.array([0]), np.array(["idle"]), [None]).num_rows == 0
+    mux = Multiplexer()
+    for call in (
+        lambda: mux.register_output(5),  # type: ignore[arg-type]
+        lambda: mux.emit_watermark(b"a", 1),  # type: ignore[arg-type]
+        lambda: mux.mark_idle(None),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidParameterError, match="`output_id`: expected a str"):
+            call()
+    for windows in ([1, 2], [(1, 2, 3)], ["ab"]):
+        with pytest.raises(InvalidParameterError, match=r"`windows`: expected \(start, end\)"):
+            merge_windows(windows)  # type: ignore[arg-type]
+    tumbling = TumblingEventTimeWindows.of(10)
+    for name in ("event_time", "arrival"):
+        with pytest.raises(InvalidParameterError, match=f"`{name}`: expected a column name"):
+            WindowOperator(tumbling, key="k", **{"event_time": "ts", name: 5})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "10", None])
+def test_window_assigners_refuse_parameters_of_the_wrong_type_when_built(bad: Any) -> None:
+    with pytest.raises(InvalidParameterError, match=r"`size`: expected a datetime\.timedelta"):
+        TumblingEventTimeWindows.of(bad)
+    with pytest.raises(InvalidParameterError, match=r"`slide`: expected a datetime\.timedelta"):
+        SlidingEventTimeWindows.of(10, bad)
+    with pytest.raises(InvalidParameterError, match=r"`offset`: expected a datetime\.timedelta"):
+        TumblingEventTimeWindows.of(10, offset=bad)
+    with pytest.raises(InvalidParameterError, match=r"`gap`: expected a datetime\.timedelta"):
+        EventTimeSessionWindows.with_gap(bad)
+
+
+def test_decreasing_arrivals_are_named_as_such() -> None:
+    s = WatermarkStrategy.for_bounded_out_of_orderness(10)
+    with pytest.raises(InvalidInputError, match=r"`arrival`: must be non-decreasing, but the last"):
+        drive(s, [1, 2, 3], [3, 2, 1])
+    with pytest.raises(
+        InvalidInputError, match=r"`arrival`: the last arrival \(1\) is before start"
+    ):
+        drive(s, [1], [1], start=3)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        pa.array(["a", "b", "a"]).cast(pa.string_view()),
+        pa.array(["a", "b", "a"]).cast(pa.large_string()).dictionary_encode(),
+        pa.array([7, 8, 7], pa.int16()).dictionary_encode(),
+    ],
+    ids=["string_view", "dictionary_of_large_string", "dictionary_of_int16"],
+)
+def test_view_and_dictionary_key_columns_window_by_value(keys: pa.Array) -> None:
+    """Key columns of Arrow's view and dictionary types: windows keyed by value, the
+    outputs in the input's types, a view-typed value column carried to the late rows."""
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
+    note = pa.array(["x", "y", "z"]).cast(pa.string_view())
+    batch = pa.table({"k": keys, "ts": [1, 2, 3], "note": note})
+    out = op.process(batch, {"position": [3], "watermark": [100]})
+    plain = keys.dictionary_decode() if pa.types.is_dictionary(keys.type) else keys
+    first, second = plain[0].as_py(), plain[1].as_py()
+    assert [(r["k"], r["count"]) for r in out.results.to_pylist()] == [(first, 2), (second, 1)]
+    assert out.results.schema.field("k").type == keys.type
+    late = op.process(batch.slice(0, 1), {"position": [0], "watermark": [200]}).late
+    assert late.to_pylist() == [{"k": first, "ts": 1, "note": "x", "watermark": 200}]
+    assert late.schema.field("note").type == pa.string_view()

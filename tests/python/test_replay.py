@@ -144,3 +144,32 @@ def test_a_timestamp_event_time_is_read_in_its_unit_by_both_stages() -> None:
     floats = ints.set_column(0, "ts", pa.array([100.0, 95.0, 130.0, 20.0]))
     with pytest.raises(SchemaError, match=r"`ts`.*integer or timestamp column, got double"):
         replay(floats, **kw)
+
+
+def test_a_missing_column_is_named_and_pandas_and_numpy_inputs_are_read() -> None:
+    import numpy as np
+
+    from floodmark.exceptions import InvalidParameterError, SchemaError
+
+    table = pa.table({"ev": [5, 15], "arr": [0, 200], "chan": [0, 1], "k": ["a", "b"]})
+    for name in ("ev", "arr", "chan", "k"):
+        with pytest.raises(SchemaError, match=f"`{name}`: missing column"):
+            tumbling(table.drop_columns([name]))
+    with pytest.raises(SchemaError, match="`v`: missing column"):
+        tumbling(table, aggs=["count", ("sum", "v")])
+    with pytest.raises(SchemaError, match="`wm`: missing column"):
+        replay(
+            table,
+            WatermarkStrategy.for_punctuated("wm"),
+            channel="chan",
+            arrival="arr",
+            event_time="ev",
+        )
+    want = tumbling(table)
+    assert tumbling(table.to_pandas()).results == want.results
+    assert tumbling(table.to_batches()[0]).results == want.results
+    with pytest.raises(InvalidParameterError, match=r"`table`: expected a pyarrow\.Table"):
+        tumbling(table.to_pylist())  # type: ignore[arg-type]
+    kw: dict[str, Any] = {"channel": "chan", "arrival": "arr", "event_time": "ev"}
+    numpy = replay(table, MONOTONOUS, source_parallelism=np.int64(2), **kw)
+    assert numpy.timeline == replay(table, MONOTONOUS, source_parallelism=2, **kw).timeline

@@ -236,7 +236,14 @@ def infer_format(path: str) -> str:
     p = Path(path)
     found = {suffixes[s] for s in p.suffixes[-1:] if s in suffixes}
     if not found and p.is_dir():
-        found = {suffixes[f.suffix] for f in p.rglob("*") if f.suffix in suffixes}
+        # Spark skips names starting with "_" or "." (_delta_log/, _spark_metadata/,
+        # .crc files) when it reads a folder: so does the format's guess.
+        found = {
+            suffixes[f.suffix]
+            for f in p.rglob("*")
+            if f.suffix in suffixes
+            and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
+        }
     if len(found) != 1:
         what = "mixed formats" if found else "no .parquet, .csv or .json extension"
         raise ValueError(

@@ -163,7 +163,7 @@ def make_plan(
             "query use floodmark.spark.streaming (StreamingWindows, StreamingWatermarks) "
             "with writeStream.foreachBatch",
         )
-    check_topology(source_parallelism, topic, end_of_input)
+    source_parallelism = check_topology(source_parallelism, topic, end_of_input)
     given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     with ordered_input_released(df, given):  # a rejected call keeps no cache

@@ -53,9 +53,13 @@ pub fn parse_kind(s: Option<&str>, wm: Option<i64>, column: &str) -> Result<Emis
         )),
         (Some("idle"), _) => Ok(Emission::Idle),
         (Some("active"), _) => Ok(Emission::Active),
-        (other, _) => Err(Error::input(
+        (Some(other), _) => Err(Error::input(
             column,
             format!("must be 'watermark', 'idle' or 'active', got {other:?}"),
+        )),
+        (None, _) => Err(Error::input(
+            column,
+            "must be 'watermark', 'idle' or 'active', got a null",
         )),
     }
 }

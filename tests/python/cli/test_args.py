@@ -110,3 +110,14 @@ def test_a_recommendation_without_an_idle_timeout_names_no_idle_flag() -> None:
     assert line.startswith("recommended: --bound 5s (late")
     with_idle = Recommendation(timedelta(seconds=5), timedelta(seconds=30), 0.01, 1.0, 2.0)
     assert "--bound 5s --idle 30s (late" in with_idle.sentence(0.05)
+
+
+def test_infer_format_skips_what_spark_skips(tmp_path: Path) -> None:
+    """A Delta table's folder: Parquet files beside ``_delta_log/*.json`` (and hidden
+    files), which Spark does not read as data."""
+    folder = tmp_path / "table"
+    (folder / "_delta_log").mkdir(parents=True)
+    (folder / "_delta_log" / "00000000000000000000.json").write_text("{}\n")
+    (folder / ".hidden.csv").write_text("a\n")
+    (folder / "part-0.parquet").write_bytes(b"")
+    assert infer_format(str(folder)) == "parquet"
