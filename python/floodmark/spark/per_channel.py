@@ -303,6 +303,25 @@ def records_schema(df: DataFrame) -> Any:
     return StructType([*df.schema.fields, StructField("channel_watermark", LongType())])
 
 
+def check_shipped(timeline: Timeline, rows: int) -> None:
+    """Refuses to ship ``rows`` rows of a record-driven ``timeline`` to the executors
+    (the records' watermarks in force, the keyed operator's advances) when they are
+    more than :data:`MAX_SHIPPED_TIMELINE`: each Python worker would hold them all.
+
+    Raises:
+        InvalidInputError: naming the punctuated strategy's marker column, or
+            ``strategy`` for a user generator.
+    """
+    if timeline.record_driven and rows > MAX_SHIPPED_TIMELINE:
+        marker = timeline.plan.marker
+        raise InvalidInputError(
+            marker.name if marker is not None else "strategy",
+            f"the combined watermark of this generator changed {rows:,} times, more "
+            f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
+            "executors; a periodic strategy changes it at most once per emission interval",
+        )
+
+
 def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) -> DataFrame:
     """``records`` plus ``__fm_pc_wm``: the combined watermark in force at each
     record's arrival (the last timeline change strictly before it), read on the
@@ -311,14 +330,7 @@ def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) ->
 
     times = timeline.table.column("time").to_numpy(zero_copy_only=False)
     wms = timeline.table.column("watermark").to_numpy(zero_copy_only=False)
-    if len(times) > MAX_SHIPPED_TIMELINE:
-        marker = timeline.plan.marker
-        raise InvalidInputError(
-            marker.name if marker is not None else "strategy",
-            f"the combined watermark of this generator changed {len(times):,} times, more "
-            f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
-            "executors; a periodic strategy changes it at most once per emission interval",
-        )
+    check_shipped(timeline, len(times))
     with_arrival = records.select("*", arrival.alias(_ARR))
     names = with_arrival.columns
 
@@ -346,6 +358,7 @@ def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) ->
 __all__ = [
     "MAX_DRIVER_EMISSIONS",
     "MAX_SHIPPED_TIMELINE",
+    "check_shipped",
     "in_force_by_arrival",
     "per_channel_timeline",
 ]

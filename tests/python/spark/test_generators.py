@@ -240,3 +240,13 @@ def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
             arrival="arrival",
         )
     assert err.value.column == "marker"
+    kw: dict[str, Any] = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    with pytest.raises(InvalidInputError, match=r"changed .* times") as err:
+        window_aggregate(  # the keyed operator's advances are the same timeline
+            spark.createDataFrame(table), STRATEGIES["punctuated+idle"], window, key="key", **kw
+        )
+    assert err.value.column == "marker"
+    periodic = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1))
+    out = window_aggregate(spark.createDataFrame(table), periodic, window, key="key", **kw)
+    assert len(out.timeline.advances()[0]) > 3  # a grid timeline is not bounded so
