@@ -27,8 +27,8 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
-from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.per_channel import check_shipped
+from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.spark.windows.keyed import keyed_outputs
 from floodmark.spark.windows.native import candidate, late_probe, native_outputs
