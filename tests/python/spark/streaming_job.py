@@ -1,9 +1,10 @@
 """A live query run in a process of its own, for the crash-safety tests: a file-source
-stream (one file per trigger) through ``StreamingWindows`` into ``ParquetOutputs``,
+stream (one file per trigger) through ``StreamingWindows`` (path ``native`` or
+``keyed``) or ``StreamingWatermarks`` (path ``watermarks``) into ``ParquetOutputs``,
 until every file is processed. ``FLOODMARK_KILL_AT`` (``point:batch``) makes the
 handler kill this process there.
 
-    python streaming_job.py SOURCE CHECKPOINT STATE OUT [native|keyed]
+    python streaming_job.py SOURCE CHECKPOINT STATE OUT [native|keyed|watermarks]
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from datetime import timedelta
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.spark import local_session
-from floodmark.spark.streaming import ParquetOutputs, StreamingWindows
+from floodmark.spark.streaming import ParquetOutputs, StreamingWatermarks, StreamingWindows
 
 STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).with_idleness(
     timedelta(seconds=5)
@@ -27,7 +28,16 @@ AGGS = {
 SCHEMA = "id bigint, partition bigint, event_time bigint, arrival bigint, key bigint, value bigint"
 
 
-def handler(state: str, out: str, path: str) -> StreamingWindows:
+def handler(state: str, out: str, path: str) -> StreamingWindows | StreamingWatermarks:
+    if path == "watermarks":
+        return StreamingWatermarks(
+            STRATEGY,
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+            state_location=state,
+            outputs=ParquetOutputs(out),
+        )
     return StreamingWindows(
         STRATEGY,
         WINDOW,

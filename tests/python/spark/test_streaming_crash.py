@@ -40,7 +40,11 @@ SPEC = StreamSpec(
     very_late_ms=9_000,
     timestamp_granularity_ms=10,
 )
-KINDS = ("results", "late", "dropped")
+KINDS = {
+    "keyed": ("results", "late", "dropped"),
+    "native": ("results", "late", "dropped"),
+    "watermarks": ("records", "timeline"),
+}
 
 
 def job(folder: Path, kill_at: str | None = None, path: str = "keyed") -> subprocess.Popen[bytes]:
@@ -69,10 +73,10 @@ def finish(proc: subprocess.Popen[bytes], *, killed: bool) -> None:
         assert proc.returncode == 0, err.decode()[-3000:]
 
 
-def outputs(folder: Path) -> dict[str, Counter[tuple[Any, ...]]]:
+def outputs(folder: Path, path: str = "keyed") -> dict[str, Counter[tuple[Any, ...]]]:
     """Each kind's rows (with the batch they were written in), as a multiset."""
     got = {}
-    for kind in KINDS:
+    for kind in KINDS[path]:
         rows: Counter[tuple[Any, ...]] = Counter()
         base = folder / "out" / kind
         for batch in sorted(base.iterdir()) if base.exists() else []:
@@ -86,19 +90,24 @@ def outputs(folder: Path) -> dict[str, Counter[tuple[Any, ...]]]:
 
 def final_state(folder: Path) -> dict[str, Any]:
     """The last committed version's files: the engine bytes, the operators' snapshots
-    (keyed path) or the open windows (native path)."""
+    (keyed path) or the open windows (native path), the rows held back."""
     commits = sorted(int(n) for n in os.listdir(folder / "state" / "commits") if n.isdigit())
     version = folder / "state" / "versions" / str(commits[-1])
     if (version / "operators").exists():
         rows = pq.read_table(version / "operators").to_pylist()
         carried = sorted((r["__fm_st_group"], r["__fm_st_snapshot"]) for r in rows)
-    else:
+    elif (version / "open").exists():
         carried = sorted(str(r) for r in pq.read_table(version / "open").to_pylist())
+    else:  # the watermarks carry no windows
+        carried = []
+    pending = version / "pending"
+    held = pq.read_table(pending).to_pylist() if pending.exists() else []
     return {
         "batch": commits[-1],
         "builder": (version / "builder.bin").read_bytes(),
         "engine": (version / "engine.json").read_bytes(),
         "carried": carried,
+        "pending": sorted(str(r) for r in held),
     }
 
 
@@ -116,7 +125,7 @@ def uninterrupted(spark: Any, folder: Path, path: str = "keyed") -> None:
 def reference(spark: Any, folder: Path, path: str) -> dict[str, Any]:
     prepare(folder, generate(SPEC), 6)
     uninterrupted(spark, folder, path)
-    return {"outputs": outputs(folder), "state": final_state(folder)}
+    return {"outputs": outputs(folder, path), "state": final_state(folder)}
 
 
 def test_killed_at_every_named_point_and_restarted_gives_the_same(
@@ -136,6 +145,23 @@ def test_killed_at_every_named_point_and_restarted_gives_the_same(
     assert final_state(tmp_path) == want["state"]
 
 
+def test_watermarks_killed_at_every_named_point_and_restarted_give_the_same(
+    spark: Any, tmp_path: Path
+) -> None:
+    """StreamingWatermarks killed at each point of the protocol in turn, restarted
+    from the checkpoint after every kill: every record and timeline row once."""
+    want = reference(spark, tmp_path / "reference", "watermarks")
+    prepare(tmp_path, generate(SPEC), 6)
+    for batch, point in enumerate(KILL_POINTS):
+        finish(job(tmp_path, f"{point}:{batch}", "watermarks"), killed=True)
+    finish(job(tmp_path, path="watermarks"), killed=False)
+    got = outputs(tmp_path, "watermarks")
+    assert got == want["outputs"]
+    records = pq.read_table(tmp_path / "out" / "records")
+    assert records.num_rows > 2_000 and records["is_late"].to_pylist().count(True) > 0
+    assert final_state(tmp_path) == want["state"]
+
+
 def test_killed_at_random_times_and_restarted_gives_the_same(spark: Any, tmp_path: Path) -> None:
     """Killed at two random (seeded) times, on the native path."""
     want = reference(spark, tmp_path / "reference", "native")
@@ -148,7 +174,7 @@ def test_killed_at_random_times_and_restarted_gives_the_same(spark: Any, tmp_pat
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=600)
     finish(job(tmp_path, path="native"), killed=False)
-    assert outputs(tmp_path) == want["outputs"]
+    assert outputs(tmp_path, "native") == want["outputs"]
     assert final_state(tmp_path) == want["state"]
 
 
@@ -187,5 +213,5 @@ def test_any_stream_killed_anywhere_equals_the_uninterrupted_run(
         _, err = proc.communicate(timeout=600)
         assert proc.returncode in (0, -signal.SIGKILL), err.decode()[-3000:]
     finish(job(crashed, path=path), killed=False)
-    assert outputs(crashed) == outputs(whole)
+    assert outputs(crashed, path) == outputs(whole, path)
     assert final_state(crashed) == final_state(whole)
