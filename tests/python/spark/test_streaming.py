@@ -1134,3 +1134,46 @@ def test_a_background_state_write_that_fails_fails_the_batch(spark: Any) -> None
     background.start(fails)
     background.wait(raise_errors=False)
     background.wait()  # nothing left
+
+
+def test_a_restart_with_other_outputs_before_a_committed_batch_is_published_is_refused(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """The query stops between floodmark's marker and the publication of a batch's
+    staged outputs. Restarted with another ParquetOutputs folder, the batch (run again
+    by Spark: only published) would be in neither folder: refused, naming the first;
+    restarted once with the first, it is published, and the outputs are complete."""
+    from floodmark.spark.streaming import handler as handler_module
+
+    schema = spark.createDataFrame(stream).schema
+    source = write_files(stream.slice(0, 1500), tmp_path / "in", 3)
+    first, other = tmp_path / "out", tmp_path / "other"
+
+    def handler(out: Path) -> StreamingWatermarks:
+        outputs = ParquetOutputs(str(out))
+        return StreamingWatermarks(
+            STRATEGY, **COLUMNS, state_location=str(tmp_path / "state"), outputs=outputs
+        )
+
+    stopping = handler(first)
+    publish = handler_module.BatchHandler.publish
+
+    def stop_before_publishing(store: Any, batch_id: int, kinds: list[str]) -> None:
+        if batch_id == 1:
+            raise RuntimeError("stopped after the marker")
+        publish(stopping, store, batch_id, kinds)
+
+    stopping.publish = stop_before_publishing  # type: ignore[method-assign]
+    with pytest.raises(Exception, match="stopped after the marker"):
+        run_query(spark, source, schema, stopping, tmp_path / "ck")
+    assert (first / "records" / "_staging-1").exists()
+    with pytest.raises(Exception, match=r"batch 1 was committed with its outputs staged in"):
+        run_query(spark, source, schema, handler(other), tmp_path / "ck")
+    assert not (other / "records").exists()
+    run_query(spark, source, schema, handler(first), tmp_path / "ck")
+    assert names(first / "records") == ["batch=0", "batch=1", "batch=2"]
+    whole = tmp_path / "whole"
+    run_query(spark, source, schema, watermarks_handler(whole), whole / "ck")
+    columns = ["id", "watermark", "channel_watermark", "is_late"]
+    got, want = read_output(spark, first, "records"), read_output(spark, whole / "out", "records")
+    assert rows_of(got, columns) == rows_of(want, columns)

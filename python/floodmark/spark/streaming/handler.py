@@ -55,7 +55,7 @@ from floodmark.spark.streaming.frontier import (
     Segment,
     processed_by,
 )
-from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink
+from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink, check_staged_here
 from floodmark.spark.streaming.state import NEW_QUERY, StateError, StateStore
 from floodmark.spark.windows import flag
 from floodmark.strategy import WatermarkStrategy
@@ -283,7 +283,9 @@ class BatchHandler(ABC):
             self.outputs.claim(spark, query_id)
             self._claimed = query_id
         if store.is_committed(batch_id):  # a committed batch run again by Spark
-            self.publish(store, batch_id, store.summary(batch_id).get("kinds", []))
+            committed = store.summary(batch_id)
+            check_staged_here(spark, self.outputs, batch_id, committed)
+            self.publish(store, batch_id, committed.get("kinds", []))
             self.kill("before_spark_commit", batch_id)
             return
         self.kill("start", batch_id)
@@ -312,6 +314,7 @@ class BatchHandler(ABC):
             "state_bytes": store.size(store.version(batch_id)),
             "batch_cached": cache,
             "kinds": result.kinds,
+            "outputs_path": self.outputs.path if isinstance(self.outputs, ParquetOutputs) else None,
             **result.summary,
         }
         self.kill("after_state", batch_id)

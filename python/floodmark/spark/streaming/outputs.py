@@ -117,6 +117,14 @@ class ParquetOutputs:
                 "own (another path), or delete those; nothing was written"
             )
 
+    def staged(self, spark: Any, batch_id: int, kinds: list[str]) -> bool:
+        """Whether any of ``kinds`` of batch ``batch_id`` waits in its staging folder
+        (written and committed, not yet published)."""
+        from floodmark.spark.streaming.state import StateStore
+
+        files = StateStore(spark, self.path)
+        return any(files.exists(self.staging(kind, batch_id)) for kind in kinds)
+
     def publish(self, store: Any, batch_id: int, kinds: list[str]) -> None:
         """Moves the staged folders of a committed batch into place (idempotent, and
         safe to run again after a crash in it), through the file system of ``path``
@@ -136,6 +144,30 @@ class ParquetOutputs:
 
     def __repr__(self) -> str:
         return f"ParquetOutputs({self.path!r})"
+
+
+def check_staged_here(spark: Any, outputs: object, batch_id: int, summary: dict[str, Any]) -> None:
+    """Refuses to go on from a batch committed with its outputs staged in another
+    :class:`ParquetOutputs` folder (``summary["outputs_path"]``) and not yet published
+    there (the query stopped between floodmark's marker and the move): publishing here
+    would find nothing to move, and that batch would be missing from every output.
+
+    Raises:
+        StateError: naming the folder to restart with.
+    """
+    from floodmark.spark.streaming.state import StateError
+
+    staged_at = summary.get("outputs_path")
+    here = outputs.path if isinstance(outputs, ParquetOutputs) else None
+    if staged_at is None or staged_at == here:
+        return
+    if ParquetOutputs(staged_at).staged(spark, batch_id, summary.get("kinds", [])):
+        raise StateError(
+            f"batch {batch_id} was committed with its outputs staged in "
+            f"ParquetOutputs({staged_at!r}), and the query stopped before they were "
+            f"published there; restart it once with outputs=ParquetOutputs({staged_at!r}) "
+            "to publish them, then change the outputs; nothing was written"
+        )
 
 
 def check_sink(outputs: object) -> Sink:
