@@ -423,6 +423,7 @@ class WindowOperator:
         )
         self._input_schema = pa.schema([])
         self._key_types: list[pa.DataType] | None = None
+        self._pending_key_types: list[pa.DataType] = []
 
     @property
     def watermark(self) -> int:
@@ -447,15 +448,21 @@ class WindowOperator:
         key_types = []
         for name in self._keys:
             col = _column(batch, name)
-            key_types.append(col.type)
+            # The results' type: the input's, a dictionary's values (keyed by value: a
+            # pandas categorical's codes may widen from one batch to the next)
+            t = col.type
+            key_types.append(t.value_type if pa.types.is_dictionary(t) else t)
             arrays.append(_key_column(col, name))
             names.append(name)
-        if self._key_types is None:
-            self._key_types = key_types
-        elif key_types != self._key_types:
+        if self._key_types is not None and key_types != self._key_types and batch.num_rows:
             raise SchemaError(
                 self._keys[0], f"key column types changed from {self._key_types} to {key_types}"
             )
+        # Fixed once a batch with rows is processed (an empty one has no keys: its
+        # types, e.g. an empty pandas frame's, say nothing)
+        self._pending_key_types = key_types
+        if not batch.num_rows and self._key_types is not None:
+            self._pending_key_types = self._key_types
         arrays.append(time_column(_column(batch, self._event_time), self._event_time, self._unit))
         names.append(self._event_time)
         for name in self._value_names:
@@ -512,7 +519,10 @@ class WindowOperator:
         self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
     ) -> WindowOutput:
         native_batch = self._prepare(rb)
-        raw = self._native.process(native_batch, positions, marks, times, self._key_types or [])
+        key_types = self._pending_key_types
+        raw = self._native.process(native_batch, positions, marks, times, key_types)
+        if rb.num_rows:
+            self._key_types = key_types
         self._input_schema = rb.schema
         return self._output(raw, rb)
 
@@ -585,6 +595,9 @@ class WindowOperator:
             SnapshotError: corrupt data or another configuration.
         """
         self._native.restore(data)
+        # What this operator saw before is not the snapshot's: the next batch names the
+        # key types (until then the results carry the engine's, int64 or string).
+        self._key_types, self._input_schema = None, pa.schema([])
 
 
 __all__ = [

@@ -153,12 +153,14 @@ fn better(func: AggFn, ty: ValueType, new: u64, old: u64) -> bool {
                 x > y
             }
         }
+        // NaN is larger than every number, as Spark orders it (its `min`/`max`, the
+        // native path's): a NaN met first must not stick, whatever the order.
         ValueType::Float64 => {
             let (x, y) = (f64::from_bits(new), f64::from_bits(old));
             if func == AggFn::Min {
-                x < y
+                !x.is_nan() && (y.is_nan() || x < y)
             } else {
-                x > y
+                (x.is_nan() && !y.is_nan()) || x > y
             }
         }
     }
@@ -483,5 +485,37 @@ mod tests {
         let empty = finish(&vec![Cell::default(); sp.len()], &sp, &types);
         assert_eq!(empty[1], AggColumn::Float64(vec![None]));
         assert_eq!(empty[0], AggColumn::Int64(vec![Some(0)]));
+    }
+
+    #[test]
+    fn float_min_max_order_nan_last_in_any_order() {
+        // As Spark orders floats: NaN above every number. A NaN met first used to stick.
+        let sp = specs();
+        let types = [ValueType::Float64];
+        let min_max = |vals: &[f64]| {
+            let cols = [ValueCol::Float64(vals, None)];
+            let adder = RowAdder::new(&sp, &cols);
+            let mut cells = vec![Cell::default(); sp.len()];
+            for row in 0..vals.len() {
+                adder.add(&mut cells, row, 0, row as u64);
+            }
+            let out = finish(&cells, &sp, &types);
+            let get = |c: &AggColumn| match c {
+                AggColumn::Float64(v) => v[0].expect("a value"),
+                other @ AggColumn::Int64(_) => panic!("{other:?}"),
+            };
+            (get(&out[2]), get(&out[3]))
+        };
+        for vals in [
+            [f64::NAN, 1.0, 2.0],
+            [1.0, f64::NAN, 2.0],
+            [2.0, 1.0, f64::NAN],
+        ] {
+            let (min, max) = min_max(&vals);
+            assert_eq!(min.to_bits(), 1.0f64.to_bits(), "{vals:?}");
+            assert!(max.is_nan(), "{vals:?}");
+        }
+        let (min, max) = min_max(&[f64::NAN, f64::NAN]);
+        assert!(min.is_nan() && max.is_nan());
     }
 }

@@ -129,6 +129,8 @@ impl KeyDict {
             }
         }
         match &self.values {
+            // An empty batch fixes no type (e.g. an empty pandas frame's object column)
+            _ if rows == 0 => {}
             None => {
                 self.values = Some(
                     cols.iter()
@@ -369,9 +371,12 @@ mod tests {
         let mut ids2 = Vec::new();
         e.intern(&cols, 4, &mut ids2).unwrap();
         assert_eq!(ids2, ids);
-        assert!(e
-            .intern(&[KeyCol::Utf8(vec![]), KeyCol::Utf8(vec![])], 0, &mut ids2)
-            .is_err());
+        let strings = [KeyCol::Utf8(vec![Some("x")]), KeyCol::Utf8(vec![Some("y")])];
+        assert!(e.intern(&strings, 1, &mut ids2).is_err());
+        // An empty batch reads no key: its column types are not checked.
+        let empty = [KeyCol::Utf8(vec![]), KeyCol::Utf8(vec![])];
+        assert!(e.intern(&empty, 0, &mut ids2).is_ok());
+        assert_eq!(e.values(), d.values());
     }
 
     #[test]

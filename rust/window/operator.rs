@@ -243,7 +243,8 @@ impl WindowOperator {
                 return Err(len_err(name, col.len()));
             }
         }
-        if let Some(types) = &self.value_types {
+        // An empty batch's column types say nothing (no value is read): not checked.
+        if let (Some(types), true) = (&self.value_types, n > 0) {
             for ((col, ty), name) in batch.values.iter().zip(types).zip(&self.cfg.value_names) {
                 if col.value_type() != *ty {
                     return Err(Error::input(
@@ -279,7 +280,7 @@ impl WindowOperator {
             self.ids = ids;
             return Err(e);
         }
-        if self.value_types.is_none() {
+        if self.value_types.is_none() && n > 0 {
             self.value_types = Some(batch.values.iter().map(ValueCol::value_type).collect());
         }
         let adder = RowAdder::new(&self.cfg.aggs, &batch.values);

@@ -467,7 +467,8 @@ def test_decreasing_arrivals_are_named_as_such() -> None:
 )
 def test_view_and_dictionary_key_columns_window_by_value(keys: pa.Array) -> None:
     """Key columns of Arrow's view and dictionary types: windows keyed by value, the
-    outputs in the input's types, a view-typed value column carried to the late rows."""
+    results' keys in the input's type (a dictionary's value type), a view-typed value
+    column carried to the late rows."""
     op = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
     note = pa.array(["x", "y", "z"]).cast(pa.string_view())
     batch = pa.table({"k": keys, "ts": [1, 2, 3], "note": note})
@@ -475,7 +476,68 @@ def test_view_and_dictionary_key_columns_window_by_value(keys: pa.Array) -> None
     plain = keys.dictionary_decode() if pa.types.is_dictionary(keys.type) else keys
     first, second = plain[0].as_py(), plain[1].as_py()
     assert [(r["k"], r["count"]) for r in out.results.to_pylist()] == [(first, 2), (second, 1)]
-    assert out.results.schema.field("k").type == keys.type
+    assert out.results.schema.field("k").type == plain.type  # a dictionary's values
     late = op.process(batch.slice(0, 1), {"position": [0], "watermark": [200]}).late
     assert late.to_pylist() == [{"k": first, "ts": 1, "note": "x", "watermark": 200}]
     assert late.schema.field("note").type == pa.string_view()
+
+
+def test_categorical_keys_whose_codes_widen_keep_every_window() -> None:
+    """pandas categoricals reach Arrow as dictionaries whose index type widens with the
+    categories (int8 codes, then int16): keyed by value, every window comes out. The
+    results' keys were cast to the first batch's dictionary type after the windows had
+    fired and left the state: an error, and the 200 windows lost."""
+    import pandas as pd
+
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key="user", event_time="t")
+    for b, n in ((0, 100), (1, 300)):
+        users = pd.Categorical([f"u{b}_{i}" for i in range(n)])
+        op.process(pd.DataFrame({"user": users, "t": [1] * n}))
+    results = op.finish().results
+    assert results.num_rows == 400
+    assert results.schema.field("user").type == pa.string()
+
+
+def test_a_restored_operator_forgets_what_it_saw_and_keeps_keys_that_do_not_fit() -> None:
+    """restore() replaces the state: the key types an operator saw before are not the
+    snapshot's. A restored key that the next batch's narrower type cannot hold comes
+    back in the engine's type (int64), not as an error after its window left the
+    state."""
+    window = TumblingEventTimeWindows.of(10)
+    ints = WindowOperator(window, key="k", event_time="t")
+    ints.process(pa.table({"k": [1000, 1], "t": [1, 2]}))
+    snapshot = ints.snapshot()
+    used = WindowOperator(window, key="k", event_time="t")
+    used.process(pa.table({"k": ["a"], "t": [1]}))
+    used.restore(snapshot)
+    assert [(r["k"], r["count"]) for r in used.finish().results.to_pylist()] == [
+        (1000, 1),
+        (1, 1),
+    ]
+    narrow = WindowOperator(window, key="k", event_time="t")
+    narrow.restore(snapshot)
+    batch = pa.table({"k": pa.array([1], pa.int8()), "t": [3]})
+    out = narrow.process(batch, {"position": [1], "watermark": [100]})
+    assert sorted((r["k"], r["count"]) for r in out.results.to_pylist()) == [(1, 2), (1000, 1)]
+
+
+def test_key_types_are_fixed_by_a_processed_batch_with_rows_only() -> None:
+    """A batch refused (a bad event-time column) or empty fixes no key or value type."""
+    window = TumblingEventTimeWindows.of(10)
+    op = WindowOperator(window, key="k", event_time="t", aggs=["count", ("sum", "v")])
+    with pytest.raises(InvalidInputError):
+        op.process(pa.table({"k": ["a"], "t": [1.5], "v": [1]}))
+    op.process(
+        pa.table(
+            {
+                "k": pa.array([], pa.int64()),
+                "t": pa.array([], pa.int64()),
+                "v": pa.array([], pa.int64()),
+            }
+        )
+    )
+    out = op.process(
+        pa.table({"k": [7], "t": [1], "v": [2.5]}), {"position": [1], "watermark": [50]}
+    )
+    assert out.results.to_pylist()[0]["k"] == 7
+    assert out.results.to_pylist()[0]["sum_v"] == 2.5

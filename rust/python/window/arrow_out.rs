@@ -36,14 +36,15 @@ fn key_column(
     };
     match key_type {
         // The engine keeps int64 and string keys: the input's own type comes back. A key
-        // that does not fit it (an int8 column after a snapshot of int64 keys) is the
-        // input's fault, an error, never a null.
+        // that does not fit it (an int8 column after a snapshot of int64 keys) comes back
+        // in the engine's type: the windows have fired and left the state, so an error
+        // here would lose them, and a null would merge keys.
         Some(t) if t != stored.data_type() => {
             let strict = CastOptions {
                 safe: false,
                 ..CastOptions::default()
             };
-            cast_with_options(&stored, t, &strict).map_err(|e| arrow_input(name, &e))
+            Ok(cast_with_options(&stored, t, &strict).unwrap_or(stored))
         }
         _ => Ok(stored),
     }
