@@ -49,12 +49,6 @@ impl From<Error> for PyErr {
     }
 }
 
-/// An Arrow error about the user's column `column` (e.g. values that do not fit the
-/// column's type): `InvalidInputError` naming it.
-pub(crate) fn arrow_input(column: &str, err: &ArrowError) -> PyErr {
-    Error::input(column, err.to_string()).into()
-}
-
 /// An Arrow error while building floodmark's own output (a batch that does not match
 /// the schema the engine gave it): a bug in floodmark, not in the input, so
 /// `InternalError`.

@@ -9,7 +9,7 @@ use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{DataType, Field, Schema};
 use pyo3::PyResult;
 
-use crate::python::errors::{arrow_input, arrow_internal};
+use crate::python::errors::arrow_internal;
 use crate::window::{AggColumn, KeyValues, Output, WindowOperator};
 
 /// Key column `i` of the results: the stored keys of each result, in the type of the
@@ -18,9 +18,8 @@ fn key_column(
     op: &WindowOperator,
     out: &Output,
     i: usize,
-    name: &str,
     key_type: Option<&DataType>,
-) -> PyResult<ArrayRef> {
+) -> ArrayRef {
     let keys = &out.results.key;
     let stored: ArrayRef = match (op.keys().values().map(|v| &v[i]), key_type) {
         (Some(KeyValues::Int64(v)), _) => {
@@ -31,7 +30,7 @@ fn key_column(
                 .map(|&k| v[k as usize].as_deref())
                 .collect::<StringArray>(),
         ),
-        (None, Some(t)) => return Ok(new_empty_array(t)),
+        (None, Some(t)) => return new_empty_array(t),
         (None, None) => Arc::new(Int64Array::from(Vec::<i64>::new())),
     };
     match key_type {
@@ -44,9 +43,9 @@ fn key_column(
                 safe: false,
                 ..CastOptions::default()
             };
-            Ok(cast_with_options(&stored, t, &strict).unwrap_or(stored))
+            cast_with_options(&stored, t, &strict).unwrap_or(stored)
         }
-        _ => Ok(stored),
+        _ => stored,
     }
 }
 
@@ -64,7 +63,7 @@ pub(crate) fn results_batch(
     let mut fields = Vec::new();
     let mut cols: Vec<ArrayRef> = Vec::new();
     for (i, name) in op.config().key_names.iter().enumerate() {
-        let col = key_column(op, out, i, name, key_types.get(i))?;
+        let col = key_column(op, out, i, key_types.get(i));
         fields.push(Field::new(name, col.data_type().clone(), true));
         cols.push(col);
     }
