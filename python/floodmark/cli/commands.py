@@ -71,9 +71,18 @@ class PipelineSpec:
         without the bound and idle timeout it sweeps).
 
         Raises:
-            UsageError: ``--arrival-unit`` without ``--arrival``, or ``--agg FUNCTION``
-                without ``--value``.
+            UsageError: ``--arrival-unit`` without ``--arrival``, ``--agg FUNCTION``
+                without ``--value``, a ``--key`` named twice, or ``analyze`` with a
+                session window (found here, before Spark starts).
         """
+        twice = sorted({k for k in args.key if list(args.key).count(k) > 1})
+        if twice:
+            raise UsageError(f"--key {twice[0]} is given more than once; name each key once")
+        if args.command == "analyze" and args.window.kind == "session":
+            raise UsageError(
+                f"--window {args.window.describe()}: analyze needs a tumbling or sliding "
+                "window (session windows depend on which records are late)"
+            )
         if args.arrival_unit is not None and args.arrival is None:
             raise UsageError(
                 f"--arrival-unit {args.arrival_unit} is the unit of the --arrival column, "
@@ -287,6 +296,7 @@ def pipeline(
         firings=firings,
         event_unit=ev.unit,
         arrival_unit=arr.unit,
+        arrival_clock=spec.arrival is not None,
     )
 
 
@@ -531,16 +541,21 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> int:
             from floodmark.report.recommend import recommend_bound
 
             rec = recommend_bound(table, args.max_late)
-            line = (
-                rec.sentence(args.max_late)
-                if rec
-                else f"no bound meets --max-late {args.max_late:g}; try larger --bounds"
-            )
+            if rec:
+                line = rec.sentence(args.max_late)
+            elif not any(table.column("records").to_pylist()):
+                line = "the input has no record to place: nothing to recommend"
+            else:
+                line = f"no bound meets --max-late {args.max_late:g}; try larger --bounds"
+            shown = ("emit interval", "window", "arrival")  # not the run's bound and idle
+            settings = {k: v for k, v in spec.settings().items() if k in shown}
+            settings["max late"] = f"{args.max_late:g}"
             inputs = ReportInputs(
                 title=f"floodmark analyze: {args.input}",
                 analysis=table,
                 notes=[line],
-                settings={"window": args.window.describe(), "max late": f"{args.max_late:g}"},
+                settings=settings,
+                arrival_clock=spec.arrival is not None,
             )
             write_report(staging, inputs, max_late=args.max_late)
     from floodmark.report.summary import text_table

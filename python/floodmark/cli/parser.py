@@ -99,18 +99,21 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     )
 
 
-def _emission_and_window(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def _emission_and_window(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, *, session: bool = True
+) -> None:
     p.add_argument(
         "--emit-interval",
         type=parse_positive_duration,
         default=timedelta(milliseconds=200),
         help="watermark emission interval (default: 200ms)",
     )
+    forms = "tumbling:SIZE, sliding:SIZE,SLIDE" + (" or session:GAP" if session else "")
     p.add_argument(
         "--window",
         type=parse_window,
         default=parse_window("tumbling:10s"),
-        help="tumbling:SIZE, sliding:SIZE,SLIDE or session:GAP (default: tumbling:10s)",
+        help=f"{forms} (default: tumbling:10s)",
     )
 
 
@@ -243,7 +246,7 @@ def build_parser() -> Parser:
         default=0.01,
         help="acceptable late fraction, e.g. 0.01 or 1%% (default: 0.01)",
     )
-    _emission_and_window(an)
+    _emission_and_window(an, session=False)
     _output(an, "floodmark-analysis")
     _spark(an)
     return parser

@@ -172,14 +172,24 @@ def watermark_sections(inputs: ReportInputs, folder: Path, *, few: int) -> list[
     ev, arr = inputs.event_unit, inputs.arrival_unit
     if inputs.timeline is not None:
         png = partition_charts.combined_chart(
-            inputs.timeline, folder / "watermark.png", end=last, event_unit=ev, arrival_unit=arr
+            inputs.timeline,
+            folder / "watermark.png",
+            end=last,
+            event_unit=ev,
+            arrival_unit=arr,
+            arrival_clock=inputs.arrival_clock,
+        )
+        trailed = (
+            ", and how far it trailed the arrival clock (below, seconds)"
+            if inputs.arrival_clock
+            else " (arrival: row order, no clock)"
         )
         out.append(
             Section(
                 "watermark",
                 "Combined watermark over arrival time",
-                "The combined watermark, the minimum over the active partitions (top), and "
-                "how far it trailed the arrival clock (below, seconds); blue shading: every "
+                "The combined watermark, the minimum over the active partitions (top)"
+                f"{trailed}; blue shading: every "
                 "partition idle. timeline.csv has every change of it (ticks and UTC dates).",
                 png,
                 data=(("timeline.csv", timeline_csv(inputs.timeline, ev, arr)),),
@@ -311,7 +321,7 @@ def build_sections(
                 data=(("partitions.csv", parts),),
             )
         )
-    if inputs.firings is not None:
+    if inputs.firings is not None and inputs.arrival_clock:
         delays = firing_delays(inputs.firings, inputs.event_unit, inputs.arrival_unit)
         png = charts.delay_chart(delays, folder / "firing_delay.png")
         stats = delay_stats(delays).table()

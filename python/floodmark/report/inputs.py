@@ -44,6 +44,10 @@ class ReportInputs:
         idle_spans: one row per idle span: ``partition``, ``start``, ``end``, ``open``.
         event_unit: tick unit of event times (``s``, ``ms``, ``us``, ``ns``).
         arrival_unit: tick unit of arrival times.
+        arrival_clock: the arrival times are a clock that event times can be compared
+            with (False: positions in row order, when no arrival column was given):
+            without it the report shows no firing delay and no watermark lag behind
+            the arrival clock.
         notes: free sentences shown under the summary (e.g. a recommendation).
     """
 
@@ -59,6 +63,7 @@ class ReportInputs:
     idle_spans: pa.Table | None = None
     event_unit: str = "ms"
     arrival_unit: str = "ms"
+    arrival_clock: bool = True
     notes: list[str] = field(default_factory=list)
 
 

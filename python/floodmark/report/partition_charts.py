@@ -301,9 +301,12 @@ def combined_chart(
     end: int | None = None,
     event_unit: str = "ms",
     arrival_unit: str = "ms",
+    arrival_clock: bool = True,
 ) -> Path:
     """The combined watermark over arrival time (top) and how far it trailed the
-    arrival clock (bottom, seconds), the spans when every partition was idle shaded."""
+    arrival clock (bottom, seconds; left out without ``arrival_clock``: arrival times
+    that are row positions are no clock), the spans when every partition was idle
+    shaded."""
     times = np.asarray(timeline.column("time").to_numpy(zero_copy_only=False), np.int64)
     wms = np.asarray(timeline.column("watermark").to_numpy(zero_copy_only=False), np.int64)
     idle = np.asarray(pc.equal(timeline.column("status"), "idle").fill_null(False).to_numpy(), bool)
@@ -311,17 +314,19 @@ def combined_chart(
     if not ok.any():
         fig, ax = plt.subplots(figsize=(12, 3))
         return _empty(fig, ax, "no combined watermark was emitted", path)
-    fig, (top, below) = plt.subplots(
-        2, 1, figsize=(12, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
-    )
+    if arrival_clock:
+        fig, (top, below) = plt.subplots(
+            2, 1, figsize=(12, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+        )
+        panels: list[Any] = [top, below]
+    else:
+        fig, top = plt.subplots(figsize=(12, 4))
+        panels = [top]
     units = {"event_unit": event_unit, "arrival_unit": arrival_unit}
     step_line(top, times[ok], wms[ok], **units, lw=2, color="black", label="combined watermark")
-    x, y = downsample(times[ok], wms[ok])
-    behind = seconds_between(x, arrival_unit, y, event_unit)
-    below.step(to_datetime(x, arrival_unit), behind, where="post", lw=1.2, color="tab:purple")
     last = int(times.max()) if end is None else max(end, int(times.max()))
     spans = _status_spans(times, idle, last)
-    for ax in (top, below):
+    for ax in panels:
         for s, e in spans[:500]:
             ax.axvspan(
                 *to_datetime(np.array([s, e]), arrival_unit), color=IDLE_COLOUR, alpha=0.25, lw=0
@@ -333,10 +338,16 @@ def combined_chart(
         handles.append(Patch(color=IDLE_COLOUR, alpha=0.25, label="every partition idle"))
     top.legend(handles=handles, loc="upper left", fontsize=8)
     top.set_title("Combined watermark over arrival time", fontsize=11)
-    below.set_ylabel("arrival - watermark (s)")
-    below.ticklabel_format(axis="y", useOffset=False)
-    below.set_ylim(min(0.0, float(behind.min())), max(1.0, float(behind.max())) * 1.1)
-    below.set_xlabel("arrival (processing) time")
+    if arrival_clock:
+        x, y = downsample(times[ok], wms[ok])
+        behind = seconds_between(x, arrival_unit, y, event_unit)
+        below.step(to_datetime(x, arrival_unit), behind, where="post", lw=1.2, color="tab:purple")
+        below.set_ylabel("arrival - watermark (s)")
+        below.ticklabel_format(axis="y", useOffset=False)
+        below.set_ylim(min(0.0, float(behind.min())), max(1.0, float(behind.max())) * 1.1)
+        below.set_xlabel("arrival (processing) time")
+    else:
+        top.set_xlabel("arrival: position in row order")
     fig.autofmt_xdate()
     return _save(fig, path)
 

@@ -24,10 +24,14 @@ class Recommendation:
     def sentence(self, max_late: float) -> str:
         """One line for the terminal and the report."""
         idle = "" if self.idle_timeout is None else f" --idle {label(self.idle_timeout)}"
+        delay = (
+            "; no firing delay without --arrival"
+            if math.isnan(self.delay_median_s)
+            else f", firing delay median {self.delay_median_s:.2f} s, p99 {self.delay_p99_s:.2f} s"
+        )
         return (
             f"recommended: --bound {label(self.bound)}{idle} "
-            f"(late {100 * self.late_fraction:.3g} % <= {100 * max_late:.3g} %, firing "
-            f"delay median {self.delay_median_s:.2f} s, p99 {self.delay_p99_s:.2f} s)"
+            f"(late {100 * self.late_fraction:.3g} % <= {100 * max_late:.3g} %{delay})"
         )
 
 

@@ -66,10 +66,14 @@ def totals(inputs: ReportInputs) -> list[tuple[str, str]]:
         fired = int(counts.sum())
         on_time = int(sum(n for t, n in zip(timing, counts, strict=True) if t == "on_time"))
         rows.append(("windows fired", f"{fired:,}"))
-        rows.append(("  on time / re-fired", f"{on_time:,} / {fired - on_time:,}"))
-        stats = delay_stats(firing_delays(inputs.firings, inputs.event_unit, inputs.arrival_unit))
-        if stats.count:
-            rows.append(("firing delay", f"median {stats.median:.2f} s, p99 {stats.p99:.2f} s"))
+        rows.append(("  on time / late firings", f"{on_time:,} / {fired - on_time:,}"))
+        if not inputs.arrival_clock:
+            rows.append(("firing delay", "n/a (no arrival column: records in row order)"))
+        else:
+            delays = firing_delays(inputs.firings, inputs.event_unit, inputs.arrival_unit)
+            stats = delay_stats(delays)
+            if stats.count:
+                rows.append(("firing delay", f"median {stats.median:.2f} s, p99 {stats.p99:.2f} s"))
     for name in ("late", "dropped", "spark_dropped"):
         value = column_sum(inputs.partitions, name)
         if value is not None:

@@ -24,6 +24,7 @@ the end of input are counted in ``fired_at_end`` and left out of the quantiles.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -103,9 +104,11 @@ def analyze_bounds(
 
     Returns:
         A table with one row per (idle timeout, bound): ``idle_timeout`` and ``bound``
-        (durations; ``idle_timeout`` null without idleness), ``late_fraction``,
-        ``late``, ``records``, ``windows`` (on-time firings), ``fired_at_end``,
-        ``delay_median_s``, ``delay_p99_s``.
+        (durations; ``idle_timeout`` null without idleness), ``late_fraction`` (NaN
+        when there is no record to place), ``late``, ``records``, ``windows`` (on-time
+        firings), ``fired_at_end``, ``delay_median_s``, ``delay_p99_s`` (NaN without
+        an ``arrival`` column: positions in row order are no clock to measure a delay
+        from the windows' ends with).
 
     ``source_parallelism`` and ``topic``: the Flink job's source topology, as in
     :func:`floodmark.spark.assign_watermarks` (every candidate runs on it).
@@ -248,13 +251,14 @@ def analyze_bounds(
                 late = int(late_row[f"late_{j}_{i}"] or 0)  # a sum over no rows is null
                 rows["idle_timeout"].append(idle_durations[j])
                 rows["bound"].append(bound_durations[i])
-                rows["late_fraction"].append(late / n if n else 0.0)
+                rows["late_fraction"].append(late / n if n else math.nan)
                 rows["late"].append(late)
                 rows["records"].append(n)
                 rows["windows"].append(int(w_on.sum()))
                 rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
-                rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5))
-                rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99))
+                clock = arrival is not None
+                rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5) if clock else math.nan)
+                rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99) if clock else math.nan)
         durations = {"idle_timeout", "bound"}
         return pa.table(
             {

@@ -171,3 +171,12 @@ def test_python_m_floodmark_cli() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--overwrite" in done.stdout
+
+
+def test_a_key_named_twice_and_analyze_with_sessions_are_refused_at_parsing(
+    capsys: pytest.CaptureFixture[str], events: Path
+) -> None:
+    assert main(["run", str(events), *COLS, "--key", "k"]) == 2
+    assert "--key k is given more than once" in one_error_line(capsys)
+    assert main(["analyze", str(events), *COLS, "--window", "session:5s"]) == 2
+    assert "--window session:5s: analyze needs a tumbling or sliding" in one_error_line(capsys)

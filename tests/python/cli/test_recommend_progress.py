@@ -90,3 +90,12 @@ def test_progress_lines() -> None:
     config = Path(log4j.split("=", 1)[1].removeprefix("file:"))
     assert config.is_file() and "PythonGatewayServer" in config.read_text()
     assert f"-Dfloodmark.spark.log={SPARK_LOG}" in options
+
+
+def test_a_sweep_without_delays_recommends_without_them() -> None:
+    """Without an arrival column the sweep has no firing delay (NaN): the sentence
+    says so instead of printing "nan s"."""
+    from floodmark.report.recommend import Recommendation
+
+    line = Recommendation(5 * S, None, 0.001, math.nan, math.nan).sentence(0.01)
+    assert line == "recommended: --bound 5s (late 0.1 % <= 1 %; no firing delay without --arrival)"

@@ -247,3 +247,20 @@ def test_report_reads_at_many_partitions(partitions: int, tmp_path: Path) -> Non
     assert pixels_near(palette, IDLE_COLOUR, 12) > 2_000
     assert pixels_near(palette, HOLD_COLOUR, 4) > 2_000
     assert pixels_near(palette, "#800026", 10) > 2_000
+
+
+def test_without_an_arrival_clock_no_delay_is_shown(tmp_path: Path) -> None:
+    """Arrival times that are row positions (no ``--arrival``) are no clock: no firing
+    delay (it came out near -1.7e9 s: row ticks minus epoch window ends), no
+    watermark lag behind the arrival clock, and the summary says why."""
+    from floodmark.report.summary import render_summary
+
+    inputs = dataclasses.replace(synthetic.inputs(), arrival_clock=False)
+    page = write_report(tmp_path, inputs)
+    _, parser = parse(page)
+    assert "delay" not in parser.images and "watermark" in parser.images
+    assert not (tmp_path / "delay.csv").exists()
+    text = render_summary(inputs)
+    assert "n/a (no arrival column: records in row order)" in text
+    assert " s, p99 " not in text
+    assert "median" in render_summary(synthetic.inputs())

@@ -12,7 +12,7 @@ def test_summary_fits_80_columns_and_counts() -> None:
     text = render_summary(synthetic.inputs())
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "4,060" in text  # records
-    assert "499 / 1" in text  # on time / re-fired
+    assert "499 / 1" in text  # on time / late firings
     assert "50 (1.23 %)" in text  # late
     assert "spark drops" in text and "lag med s" in text
     lines = [ln for ln in text.splitlines() if ln.strip().startswith("1 ")]

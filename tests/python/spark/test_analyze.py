@@ -131,3 +131,18 @@ def test_the_inputs_column_names_do_not_change_the_analysis(df: Any, names: Any)
     renamed = df.withColumnRenamed("key", key).withColumnRenamed("partition", channel)
     cols = {**COLS, "channel": channel}
     assert analyze_bounds(renamed, key=key, **kw, **cols) == want
+
+
+def test_row_order_has_no_firing_delay_and_no_records_no_late_fraction(df: Any) -> None:
+    """Without an arrival column the arrivals are row positions, no clock: the delay
+    columns are NaN (they were row ticks minus epoch window ends), the late counts
+    still computed. An input with no records has no late fraction (NaN, not 0)."""
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    kw = {"event_time": "event_time", "channel": "partition", "window": window}
+    rows = analyze_bounds(df, bounds=BOUNDS[:2], **kw).to_pylist()
+    assert all(np.isnan(r["delay_median_s"]) and np.isnan(r["delay_p99_s"]) for r in rows)
+    assert all(r["records"] == SPEC.rows and r["windows"] > 0 for r in rows)
+    timed = analyze_bounds(df, bounds=BOUNDS[:2], arrival="arrival", **kw).to_pylist()
+    assert all(r["windows"] > 0 and not np.isnan(r["delay_median_s"]) for r in timed)
+    empty = analyze_bounds(df.limit(0), bounds=BOUNDS[:1], arrival="arrival", **kw).to_pylist()
+    assert empty[0]["records"] == 0 and np.isnan(empty[0]["late_fraction"])
