@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.spark.columns import quote
+from floodmark.spark.columns import not_arrow, quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.timeline import EVERY_GRID_KINDS, TimelineBuilder
@@ -40,15 +40,21 @@ if TYPE_CHECKING:
 _CH, _ARR, _TS = "__fm_cp_channel", "__fm_cp_arrival", "__fm_cp_ts"
 
 
-def takes(plan: WatermarkPlan) -> bool:
-    """Whether this pass gives ``plan``'s records their channel watermarks. Not with
+def takes(plan: WatermarkPlan, df: DataFrame) -> bool:
+    """Whether this pass gives ``plan``'s records (``df``) their channel watermarks.
+    Not when a column cannot cross into Python through Arrow (the pass carries every
+    column; the aggregation's join keeps them in the JVM). Not with
     ``source_parallelism``: there a record's channel watermark is its source subtask's
     (Flink's multiplexer over the subtask's partitions). Not for a generator that emits
     at every grid time (processing-time lag): each task's builder would call every
     channel at every grid time (the timeline stage's work once per task), and the
     core's bound on such calls per push would count every channel over the span a
     task's batch covers, where the timeline stage's batches cover a fraction of it."""
-    return plan.source_parallelism is None and plan.strategy.kind not in EVERY_GRID_KINDS
+    return (
+        plan.source_parallelism is None
+        and plan.strategy.kind not in EVERY_GRID_KINDS
+        and not_arrow(df) is None
+    )
 
 
 def channel_runner(plan: WatermarkPlan, channels: pa.Array, first_bucket: int) -> Any:

@@ -117,6 +117,20 @@ def clashing(df: DataFrame, names: Iterable[str]) -> list[str]:
     return [c for c in df.columns if key(c) in taken]
 
 
+def not_arrow(df: DataFrame) -> str | None:
+    """The first column of ``df`` that Spark cannot send through Arrow (a year-month
+    or calendar interval), or None: the passes that carry every column through
+    ``mapInArrow`` cannot take it."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    for f in df.schema.fields:
+        try:
+            to_arrow_type(f.dataType)
+        except TypeError:  # PySparkTypeError: UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION
+            return f.name
+    return None
+
+
 def field_type(df: DataFrame, name: str, parameter: str) -> DataType:
     """The Spark type of column ``name``; a clear error if it does not exist."""
     fields = {f.name: f.dataType for f in df.schema.fields}

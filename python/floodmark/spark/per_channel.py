@@ -30,9 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError
+from floodmark.exceptions import InvalidInputError, SchemaError
 from floodmark.spark.batches import runs
-from floodmark.spark.columns import quote
+from floodmark.spark.columns import not_arrow, quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
@@ -202,6 +202,26 @@ def summary(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
     )
 
 
+def check_on_grid(plan: WatermarkPlan, start: int, until: int) -> None:
+    """Refuses, on the driver, arrivals (first ``start``, last ``until``) that the
+    emission grid cannot place (within two intervals of the ``int64`` range's ends):
+    the periodic route's rule, applied by its builder to the two.
+
+    Raises:
+        InvalidInputError: naming the arrival column.
+    """
+    from floodmark.spark.timeline import input_error
+    from floodmark.strategy import WatermarkStrategy
+
+    probe = TimelineBuilder(
+        WatermarkStrategy.for_monotonous_timestamps(), 1, emit_interval=plan.interval
+    )
+    try:
+        probe.push([0, 0], [start, until], [0, 0])
+    except InvalidInputError as err:
+        raise input_error(plan, err.column or "arrival", str(err)) from None
+
+
 def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -> Timeline:
     """Stages 1-2 for a generator that emits on records (see the module docstring);
     with ``records``, the timeline keeps the records with their channel watermark."""
@@ -210,6 +230,14 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
     from floodmark.spark.timeline import Run, new_run, timeline_of
     from floodmark.spark.windows.keyed import default_partitions
 
+    odd = not_arrow(df) if records else None
+    if odd is not None:  # every column travels through the generators' pass
+        raise SchemaError(
+            odd,
+            f"a {df.schema[odd].dataType.simpleString()} column cannot go through Arrow to "
+            "the generator's pass, which carries every column with a punctuated or user "
+            "generator; cast it (e.g. to a string) or drop it first",
+        )
     table = summary(df, plan)
     channels, _ = channel_index(table.column("channel"))
     run: Run = new_run(1)
@@ -217,6 +245,7 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
         return timeline_of(plan, run, 0, channels, None)
     start, until = pc.min(table.column("first")).as_py(), pc.max(table.column("last")).as_py()
     interval = plan.interval
+    check_on_grid(plan, start, until)
     run.first, run.last = -((-start) // interval), -((-until) // interval)
     run.rows = int(pc.sum(table.column("rows")).as_py())
     run.low, run.high = pc.min(table.column("low")).as_py(), pc.max(table.column("high")).as_py()
@@ -293,6 +322,8 @@ def merge_on_executors(out: DataFrame, channels: pa.Array) -> pa.RecordBatch:
         .toArrow()
     )
     parts = [b for kind, b in unpack_local(merged) if kind == "timeline"]
+    if not parts:  # the combined watermark never changed (pack() sends no empty batch)
+        return TimelineBuilder.for_emissions(len(channels)).take_timeline()
     return pa.concat_batches(parts)
 
 

@@ -433,7 +433,7 @@ def compute_timelines(
     # The records path is a choice for speed: executors without floodmark (which its
     # tasks need) take the aggregation, which stays Spark SQL while its table is small.
     if (
-        (not channel_watermarks or channel_pass.takes(plan))
+        (not channel_watermarks or channel_pass.takes(plan, df))
         and not reduces(df, plan)
         and floodmark_on_executors(df.sparkSession)
     ):

@@ -606,3 +606,29 @@ def test_aggs_none_partitions_past_a_java_int_and_a_stream_are_refused_naming_th
         with pytest.raises(InvalidParameterError, match=r"floodmark\.spark\.streaming") as err:
             call()
         assert err.value.parameter == "df"
+
+
+def test_columns_arrow_cannot_carry_keep_assign_watermarks_on_the_jvm_or_are_named(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A year-month interval column cannot cross into Python through Arrow: where the
+    sample would choose the records path (which carries every column through
+    mapInArrow), the aggregation's join serves instead, the same rows out (it failed
+    with PySpark's NOT_IMPLEMENTED); a punctuated strategy's pass, which must carry
+    them, refuses naming the column before any job (a KeyError in a worker)."""
+    from pyspark.sql import functions as F
+
+    from floodmark.spark import timeline
+
+    monkeypatch.setattr(timeline, "SAMPLE_RECORDS", 5)
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 0.0)
+    df = spark.createDataFrame([(i % 2, i, i * 10, "a", i) for i in range(300)], SCHEMA)
+    odd = df.withColumn("span", F.expr("interval '1' year"))
+    out = assign_watermarks(odd, STRATEGY, **COLUMNS)
+    want = assign_watermarks(df, STRATEGY, **COLUMNS)
+    assert sorted(out.select(want.columns).collect()) == sorted(want.collect())
+    punctuated = WatermarkStrategy.for_punctuated("v")
+    before = jobs(spark)
+    with pytest.raises(SchemaError, match="cannot go through Arrow") as err:
+        assign_watermarks(odd, punctuated, **COLUMNS)
+    assert err.value.column == "span" and jobs(spark) == before

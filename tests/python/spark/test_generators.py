@@ -250,3 +250,34 @@ def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
     periodic = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1))
     out = window_aggregate(spark.createDataFrame(table), periodic, window, key="key", **kw)
     assert len(out.timeline.advances()[0]) > 3  # a grid timeline is not bounded so
+
+
+def test_a_combined_watermark_that_never_changes_and_arrivals_off_the_grid(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The valve merged in a Spark task (many emissions) while a channel that never
+    emits holds the combined watermark: an empty timeline, as replay gives (it failed:
+    no batch to concatenate).
+    Arrivals the emission grid cannot place are refused on the driver naming the
+    arrival column, as the periodic route does (a task failed naming ``start``)."""
+    from floodmark.exceptions import InvalidInputError
+
+    monkeypatch.setattr(per_channel, "MAX_DRIVER_EMISSIONS", 0)
+    n = 200
+    table = pa.table(  # channel 0 carries watermarks, channel 1 none
+        {
+            "partition": [i % 2 for i in range(n)],
+            "arrival": list(range(0, 3 * n, 3)),
+            "event_time": list(range(n)),
+            "marker": pa.array([i if i % 2 == 0 else None for i in range(n)], pa.int64()),
+        }
+    )
+    strategy = WatermarkStrategy.for_punctuated("marker")
+    kw: dict[str, Any] = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    got = watermark_timeline(spark.createDataFrame(table), strategy, **kw)
+    assert got.count() == 0 == replay(table, strategy, **kw).timeline.num_rows
+    top = 2**63 - 1
+    edge = table.slice(0, 2).set_column(1, "arrival", pa.array([top - 300, top]))
+    with pytest.raises(InvalidInputError, match="emission grid") as err:
+        assign_watermarks(spark.createDataFrame(edge), strategy, **kw)
+    assert err.value.column == "arrival"
