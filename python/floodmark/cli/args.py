@@ -234,14 +234,14 @@ def infer_format(path: str) -> str:
         ".ndjson": "json",
     }
     p = Path(path)
-    found = {suffixes[s] for s in p.suffixes[-1:] if s in suffixes}
+    found = {suffixes[s.lower()] for s in p.suffixes[-1:] if s.lower() in suffixes}
     if not found and p.is_dir():
         # Spark skips names starting with "_" or "." (_delta_log/, _spark_metadata/,
         # .crc files) when it reads a folder: so does the format's guess.
         found = {
-            suffixes[f.suffix]
+            suffixes[f.suffix.lower()]
             for f in p.rglob("*")
-            if f.suffix in suffixes
+            if f.suffix.lower() in suffixes
             and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
         }
     if len(found) != 1:

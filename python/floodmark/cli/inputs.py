@@ -133,6 +133,11 @@ def check_columns(df: DataFrame, named: list[tuple[str, str | None]]) -> None:
     Raises:
         UsageError: naming the flag, the column and the input's columns.
     """
+    if df.columns == ["_corrupt_record"]:  # Spark's JSON reader found no record
+        raise UsageError(
+            "the input is not JSON Lines (one JSON object per line; Spark read no record "
+            "from it, e.g. a pretty-printed array): write one object per line"
+        )
     for flag, col in named:
         if col is not None and col not in df.columns:
             raise UsageError(

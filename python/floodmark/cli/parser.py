@@ -133,7 +133,12 @@ def _output(p: argparse.ArgumentParser, default: str) -> None:
 
 
 def _spark(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--master", default="local[*]", help="Spark master (default: local[*])")
+    p.add_argument(
+        "--master",
+        default="local[*]",
+        help="Spark master (default: local[*]); with a cluster, --output must be a folder "
+        "the driver and every executor see (one machine, or a shared mount)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
 

@@ -121,3 +121,26 @@ def test_infer_format_skips_what_spark_skips(tmp_path: Path) -> None:
     (folder / ".hidden.csv").write_text("a\n")
     (folder / "part-0.parquet").write_bytes(b"")
     assert infer_format(str(folder)) == "parquet"
+
+
+def test_infer_format_reads_extensions_in_any_case(tmp_path: Path) -> None:
+    assert infer_format("EV.PARQUET") == "parquet"
+    folder = tmp_path / "upper"
+    folder.mkdir()
+    (folder / "PART-0.CSV").write_text("a\n")
+    assert infer_format(str(folder)) == "csv"
+
+
+def test_a_json_file_spark_read_no_record_from_is_named_not_json_lines() -> None:
+    """Spark reads a pretty-printed JSON array as one ``_corrupt_record`` column: the
+    error says the input is not JSON Lines, not that ``ts`` is missing."""
+    from types import SimpleNamespace
+
+    from floodmark.cli.errors import UsageError
+    from floodmark.cli.inputs import check_columns
+
+    corrupt = SimpleNamespace(columns=["_corrupt_record"])
+    with pytest.raises(UsageError, match="not JSON Lines"):
+        check_columns(corrupt, [("--event-time", "ts")])  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="--event-time ts: the input has no such column"):
+        check_columns(SimpleNamespace(columns=["a"]), [("--event-time", "ts")])  # type: ignore[arg-type]
