@@ -33,7 +33,12 @@ import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.arrays import time_column
-from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
+from floodmark.exceptions import (
+    InvalidInputError,
+    InvalidParameterError,
+    SchemaError,
+    SnapshotError,
+)
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 from floodmark.vocabulary import AGG_FUNCTIONS
 
@@ -353,6 +358,11 @@ def _advances(watermarks: Any) -> tuple[list[int], list[int], list[int | None]]:
     return positions, marks, times
 
 
+#: The first bytes of a window operator's snapshot: the header (its tick unit) follows,
+#: then the engine's own bytes (``FMK2...``, checksummed).
+_SNAPSHOT_MAGIC = b"FMWO"
+
+
 class WindowOperator:
     """Flink's keyed event-time ``WindowOperator`` with ``EventTimeTrigger``.
 
@@ -585,16 +595,31 @@ class WindowOperator:
         return self._output(self._native.finish(t, self._key_types or []), None)
 
     def snapshot(self) -> bytes:
-        """The whole operator state (windows, accumulators, keys, watermark, position)."""
-        return bytes(self._native.snapshot())
+        """The whole operator state (windows, accumulators, keys, watermark, position),
+        after a header naming the tick ``unit`` (every stored time is in it)."""
+        header = f"unit={self._unit}".encode()
+        return _SNAPSHOT_MAGIC + bytes([len(header)]) + header + bytes(self._native.snapshot())
 
     def restore(self, data: bytes) -> None:
-        """Restores a snapshot of an operator with the same configuration.
+        """Restores a snapshot of an operator with the same configuration, tick unit
+        included (a snapshot of an earlier floodmark has no unit: not checked).
 
         Raises:
             SnapshotError: corrupt data or another configuration.
         """
-        self._native.restore(data)
+        native = bytes(data)
+        if native[: len(_SNAPSHOT_MAGIC)] == _SNAPSHOT_MAGIC:
+            start = len(_SNAPSHOT_MAGIC) + 1
+            size = native[start - 1] if len(native) >= start else 0
+            header = native[start : start + size]
+            if header != f"unit={self._unit}".encode():
+                raise SnapshotError(
+                    f"the snapshot is of a window operator with another configuration: "
+                    f"{header.decode(errors='replace')!r} (this one has unit="
+                    f"{self._unit!r}); every time it stores is in its unit"
+                )
+            native = native[start + size :]
+        self._native.restore(native)
         # What this operator saw before is not the snapshot's: the next batch names the
         # key types (until then the results carry the engine's, int64 or string).
         self._key_types, self._input_schema = None, pa.schema([])

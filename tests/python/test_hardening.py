@@ -541,3 +541,23 @@ def test_key_types_are_fixed_by_a_processed_batch_with_rows_only() -> None:
     )
     assert out.results.to_pylist()[0]["k"] == 7
     assert out.results.to_pylist()[0]["sum_v"] == 2.5
+
+
+def test_a_window_operator_snapshot_of_another_unit_is_refused() -> None:
+    """Every time an operator stores (watermark, window bounds) is in its unit: a
+    snapshot of an ``ms`` operator restored into an ``s`` one read the watermark 1000x
+    too far ahead and sent the next record to ``late``. The engine's bytes of an
+    earlier floodmark (no unit header) still restore."""
+    window = TumblingEventTimeWindows.of(1000)
+    ms = WindowOperator(window, key="k", event_time="t", unit="ms")
+    ms.process(pa.table({"k": [1], "t": [5]}), {"position": [1], "watermark": [10]})
+    snapshot = ms.snapshot()
+    seconds = WindowOperator(window, key="k", event_time="t", unit="s")
+    with pytest.raises(SnapshotError, match=r"unit=ms.*this one has unit='s'"):
+        seconds.restore(snapshot)
+    again = WindowOperator(window, key="k", event_time="t", unit="ms")
+    again.restore(snapshot)
+    assert again.snapshot() == snapshot
+    legacy = WindowOperator(window, key="k", event_time="t", unit="ms")
+    legacy.restore(bytes(ms._native.snapshot()))
+    assert legacy.watermark == 10 and legacy.snapshot() == snapshot
