@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.arrays import time_column
+from floodmark.arrays import time_column, time_ticks
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
@@ -293,7 +293,10 @@ def replay(
     marker = None
     if resolved.kind == "punctuated":
         assert resolved.marker_column is not None
-        marker = table[resolved.marker_column].combine_chunks()
+        # The marker holds event times: a timestamp column is read in their unit
+        marker = time_ticks(
+            table[resolved.marker_column].combine_chunks(), resolved.marker_column, event_time_unit
+        )
     owners = subtasks_of(channels, source_parallelism, topic, channel)
     channel_wm, wm, tl = watermarks(
         resolved,

@@ -174,3 +174,17 @@ def test_a_missing_column_is_named_and_pandas_and_numpy_inputs_are_read() -> Non
     kw: dict[str, Any] = {"channel": "chan", "arrival": "arr", "event_time": "ev"}
     numpy = replay(table, MONOTONOUS, source_parallelism=np.int64(2), **kw)
     assert numpy.timeline == replay(table, MONOTONOUS, source_parallelism=2, **kw).timeline
+
+
+def test_a_timestamp_marker_is_read_in_the_event_time_unit() -> None:
+    """A punctuated strategy's marker column of timestamps holds event times: read in
+    ``event_time_unit`` as the Spark layer reads it (it was refused)."""
+    ints = pa.table(
+        {"ev": [5, 15, 25], "arr": [0, 200, 400], "chan": [0, 0, 0], "wm": [None, 10, 20]}
+    )
+    stamps = ints.set_column(3, "wm", pa.array([None, 10_000, 20_000], pa.timestamp("us")))
+    kw: dict[str, Any] = {"channel": "chan", "arrival": "arr", "event_time": "ev"}
+    strategy = WatermarkStrategy.for_punctuated("wm")
+    want = replay(ints, strategy, **kw)
+    got = replay(stamps, strategy, **kw)
+    assert got.timeline == want.timeline and got.timeline.num_rows > 0
