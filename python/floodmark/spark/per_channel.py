@@ -30,12 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError, SchemaError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.spark.batches import runs
 from floodmark.spark.columns import not_arrow, quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.spark.timeline import pack_error, raise_packed
 from floodmark.time import I64_MIN
 from floodmark.timeline import TimelineBuilder, channel_index
 
@@ -161,22 +162,26 @@ def channel_runner(
                 for batch in rows.drop_columns([_CH, _ARR, _TS, _MARK]).to_batches():
                     yield from pack("records", batch)
 
-        for raw in batches:
-            table = pa.Table.from_batches([raw.rename_columns(names)])
-            values = table.column(_CH).combine_chunks()
-            for lo, hi in runs(values):
-                value = values[lo].as_py()
-                if feeder is not None and value != current:
-                    yield from emit(*feeder.feed(None, last=True))
-                    feeder = None
-                if feeder is None:
-                    current = value
-                    index = pc.index_in(pa.array([value], channels.type), value_set=channels)[0]
-                    index = index.as_py()
-                    feeder = ChannelFeeder(plan, start, until, table.schema)
-                yield from emit(*feeder.feed(table.slice(lo, hi - lo), last=False))
-        if feeder is not None:
-            yield from emit(*feeder.feed(None, last=True))
+        try:
+            for raw in batches:
+                table = pa.Table.from_batches([raw.rename_columns(names)])
+                values = table.column(_CH).combine_chunks()
+                for lo, hi in runs(values):
+                    value = values[lo].as_py()
+                    if feeder is not None and value != current:
+                        yield from emit(*feeder.feed(None, last=True))
+                        feeder = None
+                    if feeder is None:
+                        current = value
+                        at = pc.index_in(pa.array([value], channels.type), value_set=channels)
+                        index = at[0].as_py()
+                        feeder = ChannelFeeder(plan, start, until, table.schema)
+                    yield from emit(*feeder.feed(table.slice(lo, hi - lo), last=False))
+            if feeder is not None:
+                yield from emit(*feeder.feed(None, last=True))
+        except (InvalidInputError, InvalidParameterError) as err:  # e.g. a user
+            yield from pack_error(err)  # generator's watermark that is no int64
+            return
         yield from pack("stats", pa.RecordBatch.from_pylist([{"emissions": count}]))
 
     return run
@@ -266,10 +271,12 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
     positional = ordered.toDF(*[f"__fm_c{i}" for i in range(len(names))])
     require_floodmark(df.sparkSession)
     out = positional.mapInArrow(runner, packed_schema()).persist()
-    counted = sum(
-        b.column("emissions")[0].as_py()
-        for _, b in unpack_local(out.where(only("stats")).toArrow())
-    )
+    counted = 0
+    for kind, b in unpack_local(out.where(only("stats") | only("error")).toArrow()):
+        if kind == "error":
+            out.unpersist()
+            raise_packed(plan, b)
+        counted += b.column("emissions")[0].as_py()
     if counted <= MAX_DRIVER_EMISSIONS:  # few: the valve on the driver
         parts = [b for _, b in unpack_local(out.where(only("emissions")).toArrow())]
         streams = pa.Table.from_batches(parts, schema=EMISSIONS_SCHEMA)

@@ -658,13 +658,7 @@ def on_executors(
                     yield from pack("buckets", kept)
                 yield from drain(run, edges)
         except (InvalidInputError, InvalidParameterError) as err:  # raised by the driver
-            # (a task failure would be retried first, and name nothing)
-            error = {
-                "column": getattr(err, "column", None),
-                "parameter": getattr(err, "parameter", None),
-                "message": str(err),
-            }
-            yield from pack("error", pa.RecordBatch.from_pylist([error]))
+            yield from pack_error(err)
             return
         yield from drain(run, edges)
         numbers = [
@@ -713,11 +707,7 @@ def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
     run = new_run(strategies)
     for kind, batch in unpack_local(packed):
         if kind == "error":
-            error = batch.to_pylist()[0]
-            if error["parameter"] is not None:
-                text = error["message"].split("`: ", 1)[-1]
-                raise InvalidParameterError(error["parameter"], text)
-            raise input_error(plan, error["column"], error["message"])
+            raise_packed(plan, batch)
         if kind in ("timeline", "emissions"):
             j = batch.column("strategy")[0].as_py()
             parts = run.timelines if kind == "timeline" else run.emissions
@@ -731,6 +721,26 @@ def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
                 if n["rows"] is None:
                     run.rows, run.counted = 0, False
     return run
+
+
+def pack_error(err: InvalidInputError | InvalidParameterError) -> Iterator[pa.RecordBatch]:
+    """A task's error, packed for the driver to raise (:func:`raise_packed`): a task
+    failure would be retried first, and reach the caller as a worker's traceback."""
+    error = {
+        "column": getattr(err, "column", None),
+        "parameter": getattr(err, "parameter", None),
+        "message": str(err),
+    }
+    yield from pack("error", pa.RecordBatch.from_pylist([error]))
+
+
+def raise_packed(plan: WatermarkPlan, batch: pa.RecordBatch) -> None:
+    """Raises the error a task packed (:func:`pack_error`), naming the user's column."""
+    error = batch.to_pylist()[0]
+    if error["parameter"] is not None:
+        text = error["message"].split("`: ", 1)[-1]
+        raise InvalidParameterError(error["parameter"], text)
+    raise input_error(plan, error["column"], error["message"])
 
 
 def drain(run: Run, edges: np.ndarray) -> Iterator[pa.RecordBatch]:

@@ -53,6 +53,13 @@ def make_bounded() -> Bounded:
     return Bounded()
 
 
+class FloatWatermarks(Bounded):
+    """A user generator that emits a float: floodmark refuses it, naming ``ts``."""
+
+    def on_periodic_emit(self, output: Any) -> None:
+        output.emit_watermark(2.5)
+
+
 STRATEGIES = {
     "punctuated+idle": WatermarkStrategy.for_punctuated("marker").with_idleness(
         timedelta(seconds=2)
@@ -281,3 +288,23 @@ def test_a_combined_watermark_that_never_changes_and_arrivals_off_the_grid(
     with pytest.raises(InvalidInputError, match="emission grid") as err:
         assign_watermarks(spark.createDataFrame(edge), strategy, **kw)
     assert err.value.column == "arrival"
+
+
+def test_a_user_generators_bad_watermark_is_floodmarks_error_not_a_worker_traceback(
+    spark: Any, table: pa.Table
+) -> None:
+    """floodmark's refusal of what a user generator emits, raised in a Spark task,
+    reaches the caller as that error (it came wrapped in a PythonException, after the
+    task's retries)."""
+    from floodmark.exceptions import InvalidParameterError
+
+    bad = WatermarkStrategy.for_generator(FloatWatermarks)
+    with pytest.raises(InvalidParameterError, match="2.5") as err:
+        assign_watermarks(
+            spark.createDataFrame(table),
+            bad,
+            event_time="event_time",
+            channel="partition",
+            arrival="arrival",
+        )
+    assert err.value.parameter == "ts"
