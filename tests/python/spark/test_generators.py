@@ -299,7 +299,7 @@ def test_a_user_generators_bad_watermark_is_floodmarks_error_not_a_worker_traceb
     from floodmark.exceptions import InvalidParameterError
 
     bad = WatermarkStrategy.for_generator(FloatWatermarks)
-    with pytest.raises(InvalidParameterError, match="2.5") as err:
+    with pytest.raises(InvalidParameterError, match=r"2\.5") as err:
         assign_watermarks(
             spark.createDataFrame(table),
             bad,
