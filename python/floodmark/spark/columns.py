@@ -125,7 +125,7 @@ def not_arrow(df: DataFrame) -> str | None:
 
     for f in df.schema.fields:
         try:
-            to_arrow_type(f.dataType)
+            to_arrow_type(f.dataType, timezone="UTC")  # any zone: only the type counts
         except TypeError:  # PySparkTypeError: UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION
             return f.name
     return None
