@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from floodmark.exceptions import InvalidInputError, SchemaError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 
 
 def time_ticks(arr: pa.Array, column: str, unit: str) -> pa.Array:
@@ -48,6 +48,20 @@ def time_column(arr: pa.Array, column: str, unit: str) -> pa.Array:
     raise SchemaError(column, f"expected an integer or timestamp column, got {t}")
 
 
+def _arrow(values: Any) -> pa.Array:
+    """A pyarrow array/chunked array, numpy array, pandas Series or list as one Arrow
+    array, its type inferred (so that a float is seen as one, never truncated)."""
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values
+    if type(values).__module__.startswith("pandas"):
+        return pa.Array.from_pandas(values)
+    if type(values).__module__.startswith("numpy"):
+        return pa.array(values)
+    return pa.array(list(values))
+
+
 def to_int64_array(
     values: Any, column: str, *, nullable: bool = False, unit: str | None = None
 ) -> pa.Array:
@@ -61,17 +75,7 @@ def to_int64_array(
             allowed, or are timestamps or durations and no ``unit`` says their ticks.
     """
     try:
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        if isinstance(values, pa.Array):
-            arr = values
-        elif type(values).__module__.startswith("pandas"):
-            arr = pa.Array.from_pandas(values)
-        elif type(values).__module__.startswith("numpy"):
-            arr = pa.array(values)
-        else:
-            # the type is inferred, so that floats are refused below, not truncated
-            arr = pa.array(list(values))
+        arr = _arrow(values)
         if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
             if unit is None:
                 raise InvalidInputError(
@@ -90,6 +94,25 @@ def to_int64_array(
     return arr
 
 
+def as_table(value: Any, parameter: str) -> pa.Table:
+    """A pyarrow ``Table``, ``RecordBatch`` or pandas ``DataFrame`` as a ``Table``.
+
+    Raises:
+        InvalidParameterError: ``value`` is none of these (named ``parameter``).
+    """
+    if isinstance(value, pa.Table):
+        return value
+    if isinstance(value, pa.RecordBatch):
+        return pa.Table.from_batches([value])
+    if type(value).__module__.startswith("pandas") and type(value).__name__ == "DataFrame":
+        return pa.Table.from_pandas(value, preserve_index=False)
+    raise InvalidParameterError(
+        parameter,
+        f"expected a pyarrow Table or RecordBatch or a pandas DataFrame, got "
+        f"{type(value).__name__}",
+    )
+
+
 def to_string_array(values: Any, column: str) -> pa.Array:
     """Converts a pyarrow array/chunked array, numpy array, pandas Series or list of
     strings to a ``pyarrow.string`` array.
@@ -98,12 +121,7 @@ def to_string_array(values: Any, column: str) -> pa.Array:
         InvalidInputError: the values are not strings (named by ``column``).
     """
     try:
-        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-        if not isinstance(arr, pa.Array):
-            if type(values).__module__.startswith("pandas"):
-                arr = pa.Array.from_pandas(values)
-            else:
-                arr = pa.array(list(values))
+        arr = _arrow(values)
         if pa.types.is_null(arr.type):
             arr = arr.cast(pa.string())
         if not (
@@ -119,4 +137,4 @@ def to_string_array(values: Any, column: str) -> pa.Array:
         raise InvalidInputError(column, f"must be strings: {e}") from e
 
 
-__all__ = ["time_column", "time_ticks", "to_int64_array", "to_string_array"]
+__all__ = ["as_table", "time_column", "time_ticks", "to_int64_array", "to_string_array"]

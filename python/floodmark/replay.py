@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.arrays import time_column, time_ticks
+from floodmark.arrays import as_table, time_column, time_ticks
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
@@ -90,24 +90,6 @@ def processing_order(
             keyed, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
         )
     return table.take(order)
-
-
-def input_table(table: object) -> pa.Table:
-    """``table`` as a ``pyarrow.Table`` (a record batch or a pandas DataFrame is one).
-
-    Raises:
-        InvalidParameterError: ``table`` is none of these.
-    """
-    if isinstance(table, pa.Table):
-        return table
-    if isinstance(table, pa.RecordBatch):
-        return pa.Table.from_batches([table])
-    if type(table).__module__.startswith("pandas") and type(table).__name__ == "DataFrame":
-        return pa.Table.from_pandas(table, preserve_index=False)
-    raise InvalidParameterError(
-        "table",
-        f"expected a pyarrow.Table, RecordBatch or pandas DataFrame, got {type(table).__name__}",
-    )
 
 
 def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.Table:
@@ -274,7 +256,7 @@ def replay(
         )
     keys = [key] if isinstance(key, str) else list(key)
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
-    table = input_table(table)
+    table = as_table(table, "table")
     values = [a[1] for a in ([aggs] if isinstance(aggs, str) else aggs) if isinstance(a, tuple)]
     named = [ev, arrival, channel, resolved.marker_column]
     named += [*keys, *values] if window is not None else []

@@ -23,6 +23,11 @@ NULL_EVENT_TIME, NULL_ARRIVAL, NULL_CHANNEL, MIN_EVENT_TIME, NO_WINDOW = DROP_RE
 #: The reasons the watermark stages give, in the order they are tested.
 NULL_REASONS: tuple[str, ...] = (NULL_EVENT_TIME, NULL_ARRIVAL, NULL_CHANNEL)
 
+#: The window kinds a bound sweep (``analyze_bounds``, ``floodmark analyze``) takes,
+#: and why not the others.
+SWEPT_WINDOWS: tuple[str, ...] = ("tumbling", "sliding")
+NOT_SWEPT = "session windows depend on which records are late"
+
 #: Event times and watermarks within this bound of zero keep the Spark layer's window
 #: arithmetic from overflowing.
 SAFE = 1 << 62

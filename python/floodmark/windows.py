@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.arrays import time_column
+from floodmark.arrays import as_table, time_column
 from floodmark.exceptions import (
     InvalidInputError,
     InvalidParameterError,
@@ -248,16 +248,8 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     with its chunks combined (a string column over 2 GiB)."""
     if isinstance(batch, pa.RecordBatch):
         return [batch]
-    if isinstance(batch, pa.Table):
-        table = _combined(batch)
-        return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
-    if type(batch).__name__ == "DataFrame":
-        return [pa.RecordBatch.from_pandas(batch, preserve_index=False)]
-    raise SchemaError(
-        "batch",
-        f"expected a pyarrow RecordBatch or Table or a pandas "
-        f"DataFrame, got {type(batch).__name__}",
-    )
+    table = _combined(as_table(batch, "batch"))
+    return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
 
 
 def _take(batch: pa.RecordBatch, rows: pa.Array) -> pa.RecordBatch:
@@ -433,7 +425,6 @@ class WindowOperator:
         )
         self._input_schema = pa.schema([])
         self._key_types: list[pa.DataType] | None = None
-        self._pending_key_types: list[pa.DataType] = []
 
     @property
     def watermark(self) -> int:
@@ -445,7 +436,10 @@ class WindowOperator:
         """Number of records processed so far (across calls)."""
         return int(self._native.position)
 
-    def _prepare(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+    def _prepare(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[pa.DataType]]:
+        """The engine's columns of ``batch``, and the key types its results take (fixed
+        by the first batch with rows: an empty one, e.g. an empty pandas frame, has no
+        key to say them)."""
         for added in ("watermark", "reason"):
             if added in batch.schema.names:
                 raise SchemaError(
@@ -468,11 +462,6 @@ class WindowOperator:
             raise SchemaError(
                 self._keys[0], f"key column types changed from {self._key_types} to {key_types}"
             )
-        # Fixed once a batch with rows is processed (an empty one has no keys: its
-        # types, e.g. an empty pandas frame's, say nothing)
-        self._pending_key_types = key_types
-        if not batch.num_rows and self._key_types is not None:
-            self._pending_key_types = self._key_types
         arrays.append(time_column(_column(batch, self._event_time), self._event_time, self._unit))
         names.append(self._event_time)
         for name in self._value_names:
@@ -482,7 +471,9 @@ class WindowOperator:
         if self._arrival is not None and self._arrival not in names:
             arrays.append(time_column(_column(batch, self._arrival), self._arrival, self._unit))
             names.append(self._arrival)
-        return pa.RecordBatch.from_arrays(arrays, names=names)
+        if not batch.num_rows and self._key_types is not None:
+            key_types = self._key_types
+        return pa.RecordBatch.from_arrays(arrays, names=names), key_types
 
     def _output(
         self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None
@@ -515,6 +506,7 @@ class WindowOperator:
             The window results, late rows and dropped rows of this call.
 
         Raises:
+            InvalidParameterError: ``batch`` is not a Table, RecordBatch or DataFrame.
             SchemaError: a column is missing or has an unsupported type.
             InvalidInputError: bad advance positions, or advance values that are not
                 int64 (named by their column).
@@ -528,8 +520,7 @@ class WindowOperator:
     def _process_one(
         self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
     ) -> WindowOutput:
-        native_batch = self._prepare(rb)
-        key_types = self._pending_key_types
+        native_batch, key_types = self._prepare(rb)
         raw = self._native.process(native_batch, positions, marks, times, key_types)
         if rb.num_rows:
             self._key_types = key_types

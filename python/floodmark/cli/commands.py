@@ -78,10 +78,12 @@ class PipelineSpec:
         twice = sorted({k for k in args.key if list(args.key).count(k) > 1})
         if twice:
             raise UsageError(f"--key {twice[0]} is given more than once; name each key once")
-        if args.command == "analyze" and args.window.kind == "session":
+        from floodmark.vocabulary import NOT_SWEPT, SWEPT_WINDOWS
+
+        if args.command == "analyze" and args.window.kind not in SWEPT_WINDOWS:
             raise UsageError(
                 f"--window {args.window.describe()}: analyze needs a tumbling or sliding "
-                "window (session windows depend on which records are late)"
+                f"window ({NOT_SWEPT})"
             )
         if args.arrival_unit is not None and args.arrival is None:
             raise UsageError(

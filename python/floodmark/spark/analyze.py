@@ -43,7 +43,7 @@ from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
-from floodmark.vocabulary import SAFE, SAFE_PARAM
+from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -52,11 +52,9 @@ if TYPE_CHECKING:
 def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
     """``(size, slide, offset)`` in ticks of a tumbling or sliding assigner."""
     kind = getattr(window, "kind", None)
-    if kind not in ("tumbling", "sliding"):
+    if kind not in SWEPT_WINDOWS:
         raise InvalidParameterError(
-            "window",
-            "bound analysis needs a tumbling or sliding window "
-            "(session windows depend on which records are late)",
+            "window", f"bound analysis needs a tumbling or sliding window ({NOT_SWEPT})"
         )
     _, size, slide, offset, _ = window.params(unit)
     return size, (slide if kind == "sliding" else size), offset
@@ -236,6 +234,7 @@ def analyze_bounds(
             )
         }
         n = int(late_row["n"])
+        clock = arrival is not None  # row positions are no clock to measure delays with
         for j in range(len(idle_timeouts)):
             times, wms = curves[j]
             for i, b in enumerate(b_ticks):
@@ -256,7 +255,6 @@ def analyze_bounds(
                 rows["records"].append(n)
                 rows["windows"].append(int(w_on.sum()))
                 rows["fired_at_end"].append(int(np.where(fired, 0, weight).sum()))
-                clock = arrival is not None
                 rows["delay_median_s"].append(nearest_rank(delay, w_on, 0.5) if clock else math.nan)
                 rows["delay_p99_s"].append(nearest_rank(delay, w_on, 0.99) if clock else math.nan)
         durations = {"idle_timeout", "bound"}
