@@ -146,6 +146,27 @@ class PipelineSpec:
             *[("--agg", a[1]) for a in self.aggs if isinstance(a, tuple)],
         ]
 
+    def spelled(self, names: dict[str, str]) -> PipelineSpec:
+        """This spec with its columns named as the input spells them (``names``, from
+        :func:`floodmark.cli.inputs.check_columns`).
+
+        Raises:
+            UsageError: two ``--key`` flags name one column (``--key User --key user``).
+        """
+        keys = tuple(names[k] for k in self.keys)
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            given = " and ".join(f"--key {k}" for k in self.keys if names[k] == twice[0])
+            raise UsageError(f"{given} name one column, {twice[0]}; name each key once")
+        return replace(
+            self,
+            event_time=names[self.event_time],
+            channel=names[self.channel],
+            arrival=None if self.arrival is None else names[self.arrival],
+            keys=keys,
+            aggs=tuple(a if isinstance(a, str) else (a[0], names[a[1]]) for a in self.aggs),
+        )
+
     def typed_columns(self) -> list[str]:
         """The columns that must be numbers or times (event time, arrival, values)."""
         values = [a[1] for a in self.aggs if isinstance(a, tuple)]
@@ -404,13 +425,16 @@ def checked(
     return spec, source, folder
 
 
-def open_input(master: str, source: InputFile, spec: PipelineSpec, progress: Progress) -> DataFrame:
-    """Start Spark and read ``source``, its columns checked against ``spec``."""
+def open_input(
+    master: str, source: InputFile, spec: PipelineSpec, progress: Progress
+) -> tuple[DataFrame, PipelineSpec]:
+    """Start Spark and read ``source``, its columns checked against ``spec``; the spec
+    returned names them as the input spells them."""
     with progress.stage(f"starting Spark and reading {source.describe()}"):
         spark = start_spark(master, progress)
         df = read_input(spark, source)
-        check_columns(df, spec.named_columns())
-        return typed_if_empty(df, source, spec.typed_columns())
+        spec = spec.spelled(check_columns(df, spec.named_columns()))
+        return typed_if_empty(df, source, spec.typed_columns()), spec
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -418,7 +442,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     spec, source, folder = checked(args, argv)
     progress = Progress(5, enabled=not args.quiet)
     with folder.staged() as staging, spark_errors(source):
-        df = open_input(args.master, source, spec, progress)
+        df, spec = open_input(args.master, source, spec, progress)
         inputs = pipeline(df, spec, progress, staging, f"floodmark run: {args.input}")
         with progress.stage("writing the report"):
             write_report(staging / "report", inputs)
@@ -519,7 +543,7 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> int:
     spec, source, folder = checked(args, argv)
     progress = Progress(3, enabled=not args.quiet)
     with folder.staged() as staging, spark_errors(source):
-        df = open_input(args.master, source, spec, progress)
+        df, spec = open_input(args.master, source, spec, progress)
         with progress.stage(f"replaying {len(args.bounds)} bounds"):
             from floodmark.spark.analyze import (  # type: ignore[import-not-found,unused-ignore]
                 analyze_bounds,

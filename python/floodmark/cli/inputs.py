@@ -123,27 +123,42 @@ def read_input(spark: SparkSession, source: InputFile) -> DataFrame:
     return df
 
 
-def check_columns(df: DataFrame, named: list[tuple[str, str | None]]) -> None:
-    """Every column named by a flag exists (before any job runs).
+def check_columns(df: DataFrame, named: list[tuple[str, str | None]]) -> dict[str, str]:
+    """Every column named by a flag exists (before any job runs), compared the way the
+    session compares names (:func:`floodmark.spark.columns.name_key`: ignoring case by
+    default, as the library does).
 
     Args:
         df: the input.
         named: ``(flag, column)`` pairs; a None column is skipped.
 
+    Returns:
+        Each named column's name as the input spells it (``--event-time TS`` finds
+        ``ts``; an exact match comes first).
+
     Raises:
         UsageError: naming the flag, the column and the input's columns.
     """
+    from floodmark.spark.columns import name_key
+
     if df.columns == ["_corrupt_record"]:  # Spark's JSON reader found no record
         raise UsageError(
             "the input is not JSON Lines (one JSON object per line; Spark read no record "
             "from it, e.g. a pretty-printed array): write one object per line"
         )
+    key = name_key(df)
+    spelled = {key(c): c for c in reversed(df.columns)}  # the first of clashing names
+    found: dict[str, str] = {}
     for flag, col in named:
-        if col is not None and col not in df.columns:
+        if col is None:
+            continue
+        if col not in df.columns and key(col) not in spelled:
             raise UsageError(
                 f"{flag} {col}: the input has no such column; its columns "
                 f"are {', '.join(df.columns)}"
             )
+        found[col] = col if col in df.columns else spelled[key(col)]
+    return found
 
 
 def typed_if_empty(df: DataFrame, source: InputFile, columns: list[str]) -> DataFrame:

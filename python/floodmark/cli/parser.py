@@ -8,6 +8,9 @@ are instant.
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import NoReturn
 
@@ -48,8 +51,33 @@ _FLOODMARK is refused unless --overwrite.
 """
 
 
+#: A value that argparse would take for an option (``-1s``, ``-.5s``): a negative
+#: duration or fraction, refused by its own parser with the reason.
+_NEGATIVE = re.compile(r"^-[\d.]")
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (no usage dump), exit code 2."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        return super().parse_known_args(
+            self._attached(sys.argv[1:] if args is None else args), namespace
+        )
+
+    def _attached(self, args: Sequence[str]) -> list[str]:
+        """``--bound -1s`` as ``--bound=-1s``, so that argparse hands ``-1s`` to the
+        value's parser (which says it is negative) instead of failing with "expected one
+        argument". Only after this parser's own options that take one value."""
+        out: list[str] = []
+        for arg in args:
+            action = self._option_string_actions.get(out[-1]) if out else None
+            if action is not None and action.nargs is None and _NEGATIVE.match(arg):
+                out[-1] = f"{out[-1]}={arg}"
+            else:
+                out.append(arg)
+        return out
 
     def error(self, message: str) -> NoReturn:
         hint = f" (see {self.prog} --help)"

@@ -101,7 +101,8 @@ def analyze_bounds(
     """Late fraction and window firing delay for each candidate bound and idle timeout.
 
     Returns:
-        A table with one row per (idle timeout, bound): ``idle_timeout`` and ``bound``
+        A table with one row per (idle timeout, bound), candidates equal in ticks of
+        their unit counted once: ``idle_timeout`` and ``bound``
         (durations; ``idle_timeout`` null without idleness), ``late_fraction`` (NaN
         when there is no record to place), ``late``, ``records``, ``windows`` (on-time
         firings), ``fired_at_end``, ``delay_median_s``, ``delay_p99_s`` (NaN without
@@ -134,16 +135,18 @@ def analyze_bounds(
         for k in keys:
             key_column(df, k, "key")
         ev, arr = base.event_time, base.arrival
-        b_ticks = [to_ticks(b, ev.unit, "bounds") for b in bounds]
+        # Bounds (idle timeouts) equal in ticks are one candidate: one row each.
+        b_ticks = list(dict.fromkeys(to_ticks(b, ev.unit, "bounds") for b in bounds))
         if min(b_ticks) < 0 or max(b_ticks) >= SAFE:
             raise InvalidParameterError(
                 "bounds", "give bounds >= 0 and under 2^62 ticks of the event-time unit"
             )
         per_ev, per_arr = TICKS_PER_SECOND[ev.unit], TICKS_PER_SECOND[arr.unit]
         bound_durations = reported(b_ticks, per_ev, "bounds")
-        idle_ticks = [
-            None if i is None else to_ticks(i, arr.unit, "idle_timeouts") for i in idle_timeouts
-        ]
+        by_ticks: dict[int | None, Duration | None] = {}
+        for i in idle_timeouts:
+            by_ticks.setdefault(None if i is None else to_ticks(i, arr.unit, "idle_timeouts"), i)
+        idle_ticks, idle_timeouts = list(by_ticks), list(by_ticks.values())
         idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
         size, slide, offset = window_grid(window, ev.unit)
         strategies = []

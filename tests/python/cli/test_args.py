@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,4 +144,42 @@ def test_a_json_file_spark_read_no_record_from_is_named_not_json_lines() -> None
     with pytest.raises(UsageError, match="not JSON Lines"):
         check_columns(corrupt, [("--event-time", "ts")])  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="--event-time ts: the input has no such column"):
-        check_columns(SimpleNamespace(columns=["a"]), [("--event-time", "ts")])  # type: ignore[arg-type]
+        check_columns(frame(["a"]), [("--event-time", "ts")])
+
+
+def frame(columns: list[str], case_sensitive: str = "false") -> Any:
+    """What :func:`check_columns` reads of a DataFrame: its columns and its session's
+    ``spark.sql.caseSensitive``."""
+    from types import SimpleNamespace
+
+    conf = {"spark.sql.caseSensitive": case_sensitive}
+    session = SimpleNamespace(conf=SimpleNamespace(get=lambda k, default=None: conf[k]))
+    return SimpleNamespace(columns=columns, sparkSession=session)
+
+
+def test_columns_are_found_as_the_session_compares_names() -> None:
+    """``--event-time TS`` finds ``ts`` (the library compares names ignoring case, as
+    Spark does by default); an exact spelling wins over another case; under
+    ``spark.sql.caseSensitive=true`` only the exact name is found."""
+    from floodmark.cli.errors import UsageError
+    from floodmark.cli.inputs import check_columns
+
+    named = [("--event-time", "TS"), ("--channel", "p"), ("--arrival", None)]
+    assert check_columns(frame(["ts", "P", "p"]), named) == {"TS": "ts", "p": "p"}
+    with pytest.raises(UsageError, match="--event-time TS: the input has no such column"):
+        check_columns(frame(["ts", "p"], case_sensitive="true"), named)
+
+
+def test_a_spec_takes_the_inputs_spelling_and_two_keys_naming_one_column_are_refused() -> None:
+    from floodmark.cli.args import parse_window
+    from floodmark.cli.commands import PipelineSpec
+    from floodmark.cli.errors import UsageError
+
+    spec = PipelineSpec("TS", "P", ("User",), parse_window("tumbling:1s"), ("count", ("sum", "V")))
+    names = {"TS": "ts", "P": "p", "User": "user", "V": "v"}
+    got = spec.spelled(names)
+    assert (got.event_time, got.channel, got.arrival, got.keys) == ("ts", "p", None, ("user",))
+    assert got.aggs == ("count", ("sum", "v"))
+    twice = PipelineSpec("ts", "p", ("User", "user"), parse_window("tumbling:1s"))
+    with pytest.raises(UsageError, match="--key User and --key user name one column, user"):
+        twice.spelled({"ts": "ts", "p": "p", "User": "user", "user": "user"})

@@ -180,3 +180,26 @@ def test_a_key_named_twice_and_analyze_with_sessions_are_refused_at_parsing(
     assert "--key k is given more than once" in one_error_line(capsys)
     assert main(["analyze", str(events), *COLS, "--window", "session:5s"]) == 2
     assert "--window session:5s: analyze needs a tumbling or sliding" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "flag"),
+    [
+        ("run", ["--bound", "-1s"], "--bound"),
+        ("run", ["--allowed-lateness", "-.5s"], "--allowed-lateness"),
+        ("analyze", ["--bounds", "-1s,2s"], "--bounds"),
+    ],
+)
+def test_a_negative_duration_is_named_negative_not_a_missing_value(
+    capsys: pytest.CaptureFixture[str], events: Path, command: str, argv: list[str], flag: str
+) -> None:
+    """``--bound -1s`` reaches the duration parser (argparse took ``-1s`` for an option
+    and said "expected one argument"); a flag after an option that takes no value is
+    still an unknown argument, and an option left without its value still says so."""
+    assert main([command, str(events), *COLS, *argv]) == 2
+    line = one_error_line(capsys)
+    assert flag in line and "negative" in line
+    assert main(["run", str(events), *COLS, "--quiet", "-1s"]) == 2
+    assert "unrecognized arguments: -1s" in one_error_line(capsys)
+    assert main(["run", str(events), *COLS, "--bound", "--quiet"]) == 2
+    assert "--bound: expected one argument" in one_error_line(capsys)

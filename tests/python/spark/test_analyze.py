@@ -146,3 +146,18 @@ def test_row_order_has_no_firing_delay_and_no_records_no_late_fraction(df: Any) 
     assert all(r["windows"] > 0 and not np.isnan(r["delay_median_s"]) for r in timed)
     empty = analyze_bounds(df.limit(0), bounds=BOUNDS[:1], arrival="arrival", **kw).to_pylist()
     assert empty[0]["records"] == 0 and np.isnan(empty[0]["late_fraction"])
+
+
+def test_candidates_equal_in_ticks_are_one_row(df: Any) -> None:
+    """A bound or idle timeout given twice (as a duration and as its ticks, or twice
+    over) is one candidate: one row each, the rows of the list without repeats."""
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    kw = {**COLS, "key": "key", "window": window}
+    want = analyze_bounds(df, bounds=[timedelta(seconds=1)], idle_timeouts=[IDLE[1], None], **kw)
+    got = analyze_bounds(
+        df,
+        bounds=[timedelta(seconds=1), 1000, timedelta(seconds=1)],
+        idle_timeouts=[IDLE[1], None, 3000, None],
+        **kw,
+    )
+    assert got == want

@@ -83,6 +83,25 @@ def test_run(spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFix
     assert "report:" in capsys.readouterr().out
 
 
+def test_column_flags_are_compared_ignoring_case_as_the_library_does(
+    spark: Any, events: Path, tmp_path: Path
+) -> None:
+    """``--event-time EVENT_TIME`` finds ``event_time`` (Spark and the library compare
+    names ignoring case; the CLI refused it), and the outputs are those of the input's
+    own spelling, column names included."""
+    argv = ["--window", "tumbling:10s", "--agg", "count", "--quiet"]
+    exact = [*COLS, "--key", "key", "--agg", "sum:value"]
+    upper = [c.upper() if c[0] != "-" else c for c in exact]
+    assert main(["run", str(events), *exact, *argv, "--output", str(tmp_path / "a")]) == 0
+    assert main(["run", str(events), *upper, *argv, "--output", str(tmp_path / "b")]) == 0
+    for out in ("results", "late", "dropped"):
+        want, got = pq.read_table(tmp_path / "a" / out), pq.read_table(tmp_path / "b" / out)
+        assert got.column_names == want.column_names
+        assert got.sort_by([(c, "ascending") for c in got.column_names]) == want.sort_by(
+            [(c, "ascending") for c in want.column_names]
+        )
+
+
 def test_run_unknown_column_is_one_line(
     spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
