@@ -44,8 +44,11 @@ KINDS = {
     "records": 9,
 }
 _NAMES = {code: name for name, code in KINDS.items()}
-#: Rows per packed batch: keeps each payload far below Arrow's 2 GiB binary limit.
+#: Rows per packed batch, at most; fewer when the rows are wide, so that a payload
+#: holds about :data:`BYTES_PER_PAYLOAD`: far below Arrow's and Spark's 2 GiB limit on
+#: one binary value (100k late rows carrying 30 kB of columns each would pass it).
 ROWS_PER_PAYLOAD = 100_000
+BYTES_PER_PAYLOAD = 64 << 20
 
 
 def packed_schema() -> StructType:
@@ -57,11 +60,14 @@ def packed_schema() -> StructType:
 
 def pack(kind: str, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
     """Packed rows holding ``batch`` (already in its kind's output schema), one per
-    :data:`ROWS_PER_PAYLOAD` rows."""
-    for at in range(0, batch.num_rows, ROWS_PER_PAYLOAD):
+    :data:`ROWS_PER_PAYLOAD` rows or :data:`BYTES_PER_PAYLOAD` bytes (at the batch's
+    mean row width), whichever comes first."""
+    width = batch.nbytes / max(batch.num_rows, 1)
+    step = max(1, min(ROWS_PER_PAYLOAD, int(BYTES_PER_PAYLOAD / max(width, 1.0))))
+    for at in range(0, batch.num_rows, step):
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, batch.schema) as writer:
-            writer.write_batch(batch.slice(at, ROWS_PER_PAYLOAD))
+            writer.write_batch(batch.slice(at, step))
         data = sink.getvalue()
         offsets = pa.py_buffer(np.array([0, data.size], np.int32))
         payload = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data])  # no copy
