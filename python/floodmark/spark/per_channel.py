@@ -5,7 +5,8 @@ Why another route. The periodic generators' emissions depend only on the largest
 time per bucket of the emission grid, so Spark reduces the records to per-(channel,
 bucket) rows first (:mod:`floodmark.spark.timeline`). A generator that emits on records
 must see every record, in order. So the records go to the executors grouped by channel
-(one shuffle of four columns: channel, arrival, event time, marker), sorted by arrival,
+(one shuffle of four columns: channel, arrival, event time, marker), sorted by arrival
+(then event time and marker),
 and each channel runs its generator through the engine's driver (:func:`floodmark.drive`,
 fed chunk by chunk as Spark hands the batches over: the grid of a chunk stops before the
 bucket of the next chunk's first arrival, and records of one arrival are never split, so
@@ -263,8 +264,10 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
         marker.alias(_MARK),
         *kept,
     )
+    # A channel's records tied in arrival and event time reach its generator in marker
+    # order (nulls first): its own emissions then do not depend on the shuffle's order.
     ordered = sent.repartition(default_partitions(df.sparkSession), _CH).sortWithinPartitions(
-        _CH, _ARR, _TS
+        _CH, _ARR, _TS, _MARK
     )
     names = ordered.columns
     runner = channel_runner(plan, channels, start, until, names, records)

@@ -15,7 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from floodmark import EventTimeSessionWindows, TumblingEventTimeWindows, WatermarkStrategy
+from floodmark import (
+    EventTimeSessionWindows,
+    TumblingEventTimeWindows,
+    WatermarkStrategy,
+    drive,
+)
 from floodmark.datagen import StreamSpec, generate
 from floodmark.replay import replay
 from floodmark.spark import assign_watermarks, per_channel, watermark_timeline, window_aggregate
@@ -308,3 +313,48 @@ def test_a_user_generators_bad_watermark_is_floodmarks_error_not_a_worker_traceb
             arrival="arrival",
         )
     assert err.value.parameter == "ts"
+
+
+def test_a_channels_records_tied_in_arrival_and_event_time_reach_it_in_marker_order(
+    spark: Any,
+) -> None:
+    """Records of one channel equal in arrival and event time but not in marker reach a
+    punctuated generator in marker order, nulls first (Spark's shuffle delivered them in
+    the input's order): the channel's own emissions are those of that order whatever
+    the input's order, as the records' watermarks and the combined timeline are."""
+    ties = {"arrival": [100, 100, 100, 300, 300], "ts": [10, 10, 10, 20, 20]}
+    marks = [7, None, 5, 30, 25]
+    in_order = sorted(
+        zip(ties["arrival"], ties["ts"], marks, strict=True), key=lambda r: (r[0], r[1], r[2] or -1)
+    )
+    strategy = WatermarkStrategy.for_punctuated("marker")
+    want = drive(
+        strategy,
+        [r[1] for r in in_order],
+        [r[0] for r in in_order],
+        emit_interval=200,
+        start=100,
+        until=300,
+        marker=[r[2] for r in in_order],
+    ).emissions.select(["kind", "watermark"])
+    assert want.column("watermark").to_pylist() == [5, 7, 25, 30]  # nothing is skipped
+    wanted = want.to_pylist()
+    rows = [
+        {"partition": 0, "arrival": a, "event_time": t, "marker": m, "key": 1}
+        for a, t, m in zip(ties["arrival"], ties["ts"], marks, strict=True)
+    ]
+    for given in (rows, rows[::-1]):
+        out = window_aggregate(
+            spark.createDataFrame(
+                given, "partition int, arrival long, event_time long, marker long, key int"
+            ),
+            strategy,
+            TumblingEventTimeWindows.of(timedelta(seconds=10)),
+            key="key",
+            channel="partition",
+            arrival="arrival",
+            event_time="event_time",
+            emissions=True,
+        )
+        got = out.timeline.emissions
+        assert got.select(["kind", "watermark"]).to_pylist() == wanted, given
