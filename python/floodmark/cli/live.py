@@ -3,7 +3,7 @@
 A simulated Kafka broker (librdkafka's mock cluster,
 :class:`floodmark.spark.sources.MockKafka`) receives a generated stream: eight
 partitions, partition 3 lagging 30 s behind the others, partition 6 going quiet for
-40 s and coming back with a backlog, a trickle of very late records. It is produced
+50 s and coming back with a backlog, a trickle of very late records. It is produced
 :data:`ROUND_MS` of broker time at a time (the record timestamps are the simulated
 broker clock). After each round two live queries read the topic to its latest offsets,
 one micro-batch each, as queries with a 10 s processing-time trigger would:
@@ -75,6 +75,9 @@ TOPIC, PARTITIONS = "events", 8
 LAG_MS = 30_000
 #: The rows of ``floodmark demo --live`` without ``--rows``.
 DEFAULT_LIVE_ROWS = 100_000
+#: At most: the simulated broker keeps the last 5 MB of each partition (about 250,000
+#: of the demo's records; its busiest partition holds an eighth of them).
+MAX_LIVE_ROWS = 1_500_000
 
 
 #: The columns of the lines: floodmark's batch, the broker time read up to, the combined
@@ -362,6 +365,12 @@ def demo_live(args: argparse.Namespace, argv: list[str]) -> int:
             "package: pip install 'floodmark[kafka]'"
         ) from None
     rows = args.rows if args.rows is not None else DEFAULT_LIVE_ROWS
+    if rows > MAX_LIVE_ROWS:
+        raise UsageError(
+            f"--rows {rows:,} with --live: the simulated Kafka broker keeps about 250,000 "
+            f"records per partition; give --rows {MAX_LIVE_ROWS:,} or fewer (floodmark "
+            "demo without --live takes any number)"
+        )
     folder = OutputFolder.prepare(args.output, overwrite=args.overwrite, inputs=[], command=argv)
     progress = Progress(4, enabled=not args.quiet)
     work = Path(tempfile.mkdtemp(prefix="floodmark-live-"))

@@ -21,6 +21,7 @@ See ``docs/kafka.md``.
 from __future__ import annotations
 
 import atexit
+import base64
 import ctypes
 import ctypes.util
 import glob
@@ -32,7 +33,9 @@ import tempfile
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dt_time
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +52,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
-from floodmark.time import check_unit, to_ticks
+from floodmark.time import as_int, check_unit, to_ticks
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -174,9 +177,12 @@ def replay_stream(
     manifest = _prepare_replay(data, arrival=arrival, channel=channel, workdir=workdir)
     options = _replay_options(manifest, step, start, until, first_batch_all_channels, arrival_unit)
     if max_partitions is not None:
-        if max_partitions < 1:
-            raise InvalidParameterError("max_partitions", "at least 1")
-        options["max_partitions"] = str(max_partitions)
+        most = as_int(max_partitions)
+        if most is None or most < 1:
+            raise InvalidParameterError(
+                "max_partitions", f"expected an int of at least 1, got {max_partitions!r}"
+            )
+        options["max_partitions"] = str(most)
     register_sources(spark)
     return spark.readStream.format(REPLAY_FORMAT).options(**options).load()
 
@@ -254,7 +260,9 @@ def _prepare_replay(
     # The Spark schema the stream has, and the Arrow schema Spark's Python data source
     # expects the batches in (timestamps as UTC microseconds, ...).
     spark_schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
-    table = table.cast(to_arrow_schema(spark_schema, timezone="UTC"))
+    # Nanosecond timestamps (pandas') to Spark's microseconds, truncated as Spark's own
+    # Arrow conversion does (spark.sql.execution.pandas.convertToArrowArraySafely).
+    table = table.cast(to_arrow_schema(spark_schema, timezone="UTC"), safe=False)
     a_type, c_type = table.schema.field(arrival).type, table.schema.field(channel).type
     if pa.types.is_integer(a_type):
         kind = "integer"
@@ -560,15 +568,13 @@ def kafka_read(
         fail_on_data_loss,
         consumer_config,
     )
-    options["endingOffsets"] = (
-        ending_offsets if isinstance(ending_offsets, str) else json.dumps(ending_offsets)
-    )
+    options["endingOffsets"] = _offsets_option(ending_offsets, "ending_offsets")
     register_sources(spark)
     # Resolve the offsets now, so that every job over this DataFrame reads the same rows.
     source = _KafkaClient(options)
     try:
         start = source.resolve(options["startingOffsets"], source.discover())
-        end = source.resolve(options["endingOffsets"], source.discover())
+        end = source.resolve(options["endingOffsets"], source.discover(), unlisted=_LATEST)
     finally:
         source.close()
     options["startingOffsets"] = json.dumps(start)
@@ -587,7 +593,7 @@ def _kafka_options(
 ) -> dict[str, str]:
     if (topics is None) == (pattern is None):
         raise InvalidParameterError(
-            "invalid parameters `topics`/`pattern`: give exactly one of them"
+            "topics", "give exactly one of `topics` and `pattern` (a regular expression)"
         )
     options = {"kafka.bootstrap.servers": bootstrap_servers}
     if topics is not None:
@@ -596,15 +602,17 @@ def _kafka_options(
             raise InvalidParameterError("topics", f"expected topic names, got {topics!r}")
         options["subscribe"] = ",".join(names)
     else:
-        assert pattern is not None
-        re.compile(pattern)
+        try:
+            if not isinstance(pattern, str) or not pattern:
+                raise TypeError
+            re.compile(pattern)
+        except (re.error, TypeError) as err:
+            why = f": {err}" if isinstance(err, re.error) else ""
+            raise InvalidParameterError(
+                "pattern", f"expected a regular expression, got {pattern!r}{why}"
+            ) from None
         options["subscribePattern"] = pattern
-    if isinstance(starting_offsets, str):
-        if starting_offsets not in ("earliest", "latest"):
-            json.loads(starting_offsets)
-        options["startingOffsets"] = starting_offsets
-    else:
-        options["startingOffsets"] = json.dumps(starting_offsets)
+    options["startingOffsets"] = _offsets_option(starting_offsets, "starting_offsets")
     options["includeHeaders"] = str(bool(include_headers)).lower()
     options["failOnDataLoss"] = str(bool(fail_on_data_loss)).lower()
     for k, v in (consumer_config or {}).items():
@@ -613,6 +621,46 @@ def _kafka_options(
 
 
 Offsets = dict[str, dict[str, int]]
+#: Spark's per-partition offset words: -2 the earliest offset, -1 the latest.
+_EARLIEST, _LATEST = -2, -1
+
+
+def _offsets_option(value: object, parameter: str) -> str:
+    """``starting_offsets`` or ``ending_offsets`` as the option's text: ``"earliest"``
+    (starting only), ``"latest"``, or per-partition offsets (a mapping or its JSON),
+    checked: ``{"topic": {"0": 12}}`` with offsets of at least -2 (-1 when ending: a
+    read cannot end at the earliest offset, as in Spark)."""
+    words = ("earliest", "latest") if parameter == "starting_offsets" else ("latest",)
+    lowest = _EARLIEST if parameter == "starting_offsets" else _LATEST
+    form = f"{' or '.join(map(repr, words))}, or per-partition offsets such as " + (
+        '{"topic": {"0": 12, "1": -1}}'
+    )
+    given: object = value
+    if isinstance(value, str):
+        if value in words:
+            return value
+        try:
+            given = json.loads(value)
+        except json.JSONDecodeError:
+            raise InvalidParameterError(parameter, f"expected {form}, got {value!r}") from None
+    out: Offsets = {}
+    if isinstance(given, Mapping):
+        for topic, parts in given.items():
+            if not isinstance(topic, str) or not isinstance(parts, Mapping):
+                break
+            for p, offset in parts.items():
+                partition = as_int(int(p) if isinstance(p, str) and p.isdigit() else p)
+                off = as_int(offset)
+                if partition is None or partition < 0 or off is None or off < lowest:
+                    raise InvalidParameterError(
+                        parameter,
+                        f"topic {topic!r}: partition {p!r} at offset {offset!r}: partitions "
+                        f"are ints from 0, offsets ints from {lowest} ({form})",
+                    )
+                out.setdefault(topic, {})[str(partition)] = off
+        else:
+            return json.dumps(_sorted_offsets(out))
+    raise InvalidParameterError(parameter, f"expected {form}, got {value!r}")
 
 
 class _KafkaClient:
@@ -671,8 +719,11 @@ class _KafkaClient:
             out.setdefault(tp.topic, {})[str(tp.partition)] = int(fut.result().offset)
         return _sorted_offsets(out)
 
-    def resolve(self, spec: str, tps: list[tuple[str, int]]) -> Offsets:
-        """Starting or ending offsets: ``earliest``, ``latest`` or Spark's JSON."""
+    def resolve(
+        self, spec: str, tps: list[tuple[str, int]], *, unlisted: int = _EARLIEST
+    ) -> Offsets:
+        """Starting or ending offsets: ``earliest``, ``latest`` or Spark's JSON, where a
+        partition the JSON does not list is at ``unlisted`` (-2 earliest, -1 latest)."""
         if spec in ("earliest", "latest"):
             return self.offsets(tps, spec)
         given = json.loads(spec)
@@ -680,10 +731,10 @@ class _KafkaClient:
         latest = self.offsets(tps, "latest")
         out: Offsets = {}
         for t, p in tps:
-            value = given.get(t, {}).get(str(p), -2)
-            if value == -2:
+            value = given.get(t, {}).get(str(p), unlisted)
+            if value == _EARLIEST:
                 value = earliest[t][str(p)]
-            elif value == -1:
+            elif value == _LATEST:
                 value = latest[t][str(p)]
             out.setdefault(t, {})[str(p)] = int(value)
         return _sorted_offsets(out)
@@ -904,8 +955,18 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
                         continue  # appeared after Trigger.AvailableNow's target
                     off = min(off, cap)
                 prev = out.get(t, {}).get(p)
-                out.setdefault(t, {})[p] = off if prev is None else max(prev, off)
+                if prev is not None and off < prev and self.fail_on_loss:
+                    raise RuntimeError(
+                        f"floodmark_kafka: {t}[{p}]'s latest offset went back from {prev} to "
+                        f"{off} (the topic deleted and made again?): records may have been "
+                        "missed; failOnDataLoss=false reads on from the new offsets"
+                    )
+                out.setdefault(t, {})[p] = off
         return _sorted_offsets(out)
+
+    @property
+    def fail_on_loss(self) -> bool:
+        return self.options.get("failondataloss", "true") == "true"
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self.client.offsets(self.client.discover(), "latest")
@@ -983,6 +1044,10 @@ def _librdkafka() -> ctypes.CDLL:
     lib.rd_kafka_err2str.argtypes = [ctypes.c_int]
     lib.rd_kafka_err2str.restype = cp
     return lib
+
+
+#: A topic name Kafka accepts.
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 class MockKafka:
@@ -1076,20 +1141,29 @@ class MockKafka:
         """Create a topic with ``partitions`` partitions (a name used before is refused:
         the mock can neither recreate a topic nor add partitions)."""
         lib, cluster = self._running()
+        if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise InvalidParameterError(
+                "name",
+                "expected a Kafka topic name (1-249 of a-z, A-Z, 0-9, '.', '_', '-'), "
+                f"got {name!r}",
+            )
         if name in self._topics:
             raise InvalidParameterError(
                 "name",
                 f"topic {name!r} exists; the mock cluster cannot "
                 "add partitions to it (create a new topic matching your pattern instead)",
             )
-        if partitions < 1:
-            raise InvalidParameterError("partitions", "at least 1")
-        err = lib.rd_kafka_mock_topic_create(cluster, name.encode(), partitions, 1)
+        count = as_int(partitions)
+        if count is None or count < 1:
+            raise InvalidParameterError(
+                "partitions", f"expected an int of at least 1, got {partitions!r}"
+            )
+        err = lib.rd_kafka_mock_topic_create(cluster, name.encode(), count, 1)
         if err:
             raise RuntimeError(
                 f"MockKafka: creating topic {name!r}: {lib.rd_kafka_err2str(err).decode()}"
             )
-        self._topics[name] = partitions
+        self._topics[name] = count
 
     def produce(
         self,
@@ -1106,11 +1180,12 @@ class MockKafka:
         Args:
             topic: a topic made by :meth:`create_topic`.
             value: ``bytes`` or ``str`` as they are, ``None`` for a null value, anything
-                else as JSON.
+                else as JSON (dates and times as ISO-8601 text, decimals as text,
+                bytes as base64, as Spark's ``to_json`` writes them).
             key: the record key.
             partition: the partition (explicit: no partitioner).
-            timestamp: the record's CreateTime, epoch ms (or a ``datetime``); default
-                the current time.
+            timestamp: the record's CreateTime, epoch ms from 1 (or a ``datetime``);
+                default the current time. 0 is refused: librdkafka sends it as "now".
             headers: ``(key, value)`` pairs.
         """
         self._running()
@@ -1120,11 +1195,12 @@ class MockKafka:
                 "topic",
                 f"{topic!r} was not created (create_topic first; topics: {sorted(self._topics)})",
             )
-        if not 0 <= partition < n:
+        index = as_int(partition)
+        if index is None or not 0 <= index < n:
             raise InvalidParameterError(
-                "partition", f"{partition} is not in 0..{n - 1} of {topic!r}"
+                "partition", f"{partition!r} is not a partition of {topic!r} (0..{n - 1})"
             )
-        kwargs: dict[str, Any] = {"partition": partition, "value": _encode_value(value)}
+        kwargs: dict[str, Any] = {"partition": index, "value": _encode_value(value)}
         if key is not None:
             kwargs["key"] = key.encode() if isinstance(key, str) else key
         if timestamp is not None:
@@ -1151,20 +1227,34 @@ class MockKafka:
         """Produce one record per row: the ``partition`` column's partition, the
         ``timestamp`` column's CreateTime (integer epoch ms or a timestamp), the ``key``
         column as the key, and the ``value_columns`` (default: all) as a JSON object
-        (timestamps as ISO-8601 strings). Returns the number of records."""
+        (as :meth:`produce` writes values). The partition and timestamp columns hold no
+        nulls. Returns the number of records."""
         cols = list(value_columns) if value_columns is not None else table.column_names
+        named = [(partition, "partition"), (timestamp, "timestamp"), (key, "key")]
+        for name, parameter in [*named, *((c, "value_columns") for c in cols)]:
+            if name is not None and name not in table.column_names:
+                raise SchemaError(
+                    name,
+                    f"the table has no column {name!r} (given as {parameter}=); its "
+                    f"columns are {table.column_names}",
+                )
+        for name in (partition, timestamp):
+            if table.column(name).null_count:
+                raise InvalidInputError(
+                    name, f"{table.column(name).null_count} rows are null; every record needs one"
+                )
         parts = table.column(partition).to_pylist()
         stamps = table.column(timestamp).to_pylist()
         keys = table.column(key).to_pylist() if key is not None else [None] * len(table)
         values = table.select(cols).to_pylist()
-        for p, ts, k, v in zip(parts, stamps, keys, values, strict=True):
-            self.produce(
-                topic,
-                {c: (x.isoformat() if isinstance(x, datetime) else x) for c, x in v.items()},
-                key=None if k is None else str(k),
-                partition=int(p),
-                timestamp=ts,
-            )
+        columns = {"partition": partition, "timestamp": timestamp}
+        for i, (p, ts, k, v) in enumerate(zip(parts, stamps, keys, values, strict=True)):
+            try:
+                self.produce(topic, v, key=None if k is None else str(k), partition=p, timestamp=ts)
+            except InvalidParameterError as err:  # a row's value: name its column
+                if err.parameter not in columns:
+                    raise
+                raise InvalidInputError(columns[err.parameter], f"row {i}: {err}") from None
         return len(table)
 
     def flush(self, timeout: float = 60.0) -> None:
@@ -1205,7 +1295,21 @@ def _encode_value(value: Any) -> bytes | None:
         return value
     if isinstance(value, str):
         return value.encode()
-    return json.dumps(value, separators=(",", ":")).encode()
+    try:
+        return json.dumps(value, separators=(",", ":"), default=_json_default).encode()
+    except (TypeError, ValueError) as err:
+        raise InvalidParameterError("value", f"cannot be written as JSON: {err}") from None
+
+
+def _json_default(value: Any) -> Any:
+    """What ``json`` cannot write, as Spark's ``to_json`` writes it."""
+    if isinstance(value, (datetime, date, dt_time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"a {type(value).__name__} ({value!r})")
 
 
 def _epoch_ms(value: int | datetime) -> int:
@@ -1213,5 +1317,13 @@ def _epoch_ms(value: int | datetime) -> int:
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
         delta = value - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        return (delta.days * 86_400 + delta.seconds) * 1_000 + delta.microseconds // 1_000
-    return int(value)
+        ms = (delta.days * 86_400 + delta.seconds) * 1_000 + delta.microseconds // 1_000
+    else:
+        ms = as_int(value)  # type: ignore[assignment]
+    if ms is None or ms < 1:
+        raise InvalidParameterError(
+            "timestamp",
+            f"expected epoch ms from 1 or a datetime after the epoch, got {value!r} "
+            "(librdkafka sends 0 as the current time; Kafka has no earlier timestamps)",
+        )
+    return ms

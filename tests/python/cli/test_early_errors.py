@@ -203,3 +203,14 @@ def test_a_negative_duration_is_named_negative_not_a_missing_value(
     assert "unrecognized arguments: -1s" in one_error_line(capsys)
     assert main(["run", str(events), *COLS, "--bound", "--quiet"]) == 2
     assert "--bound: expected one argument" in one_error_line(capsys)
+
+
+def test_live_demo_rows_beyond_what_the_simulated_broker_keeps_are_refused_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The mock broker keeps the last 5 MB of each partition: ``--rows 3,000,000`` failed
+    in its flush after rounds of Spark work; it is refused before Spark starts."""
+    pytest.importorskip("confluent_kafka")
+    assert main(["demo", "--live", "--rows", "3000000", "--output", str(tmp_path / "o")]) == 2
+    line = one_error_line(capsys)
+    assert "--rows 3,000,000 with --live" in line and "1,500,000 or fewer" in line

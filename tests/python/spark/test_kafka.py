@@ -199,13 +199,132 @@ def test_mock_kafka_refuses_what_it_cannot_do(kafka: MockKafka) -> None:
         kafka.create_topic("t", 2)
     with pytest.raises(InvalidParameterError, match="was not created"):
         kafka.produce("nope", {"x": 1})
-    with pytest.raises(InvalidParameterError, match=r"not in 0\.\.0"):
+    with pytest.raises(InvalidParameterError, match=r"not a partition of 't' \(0\.\.0\)"):
         kafka.produce("t", {"x": 1}, partition=1)
     # The mock keeps the last 5 MB of record batches per partition: flush says so.
     for i in range(6_000):
         kafka.produce("t", os.urandom(1_000), partition=0, timestamp=T + i)
     with pytest.raises(RuntimeError, match="dropped the oldest records"):
         kafka.flush()
+
+
+def test_mock_kafka_names_what_is_wrong_and_writes_values_as_spark_does(
+    kafka: MockKafka,
+) -> None:
+    """Bad arguments are refused naming the parameter or column, before anything is
+    sent: a timestamp of 0 (librdkafka sent it as the current time), an empty topic
+    name (every later flush failed), a partition given as text or a null partition
+    (raw TypeErrors). Dates, decimals and bytes are written as Spark's ``to_json``
+    writes them (a TypeError)."""
+    import pyarrow as pa
+
+    from floodmark.exceptions import InvalidInputError, SchemaError
+    from floodmark.spark.sources import _encode_value
+
+    for name, partitions, parameter in (
+        ("", 1, "name"),
+        ("a b", 1, "name"),
+        ("u", "2", "partitions"),
+    ):
+        with pytest.raises(InvalidParameterError) as err:
+            kafka.create_topic(name, partitions)  # type: ignore[arg-type]
+        assert err.value.parameter == parameter
+    kafka.create_topic("t", 2)
+    for kwargs in ({"timestamp": 0}, {"timestamp": datetime(1970, 1, 1)}, {"partition": "0"}):
+        with pytest.raises(InvalidParameterError) as err:
+            kafka.produce("t", {"x": 1}, **kwargs)  # type: ignore[arg-type]
+        assert err.value.parameter == next(iter(kwargs))
+    rows = pa.table({"p": [0, None], "ts": [T, T], "v": [1, 2]})
+    with pytest.raises(InvalidInputError) as bad:
+        kafka.produce_table("t", rows, partition="p", timestamp="ts")
+    assert bad.value.column == "p"
+    with pytest.raises(SchemaError) as missing:
+        kafka.produce_table("t", rows, partition="p", timestamp="nope")
+    assert missing.value.column == "nope"
+    with pytest.raises(InvalidInputError, match="row 1") as zero:
+        kafka.produce_table(
+            "t", pa.table({"p": [0, 1], "ts": [T, 0]}), partition="p", timestamp="ts"
+        )
+    assert zero.value.column == "ts"
+    kafka.flush()
+    from datetime import date
+    from decimal import Decimal
+
+    value = {"d": date(2024, 1, 2), "m": Decimal("1.10"), "b": b"\x00\xff"}
+    assert _encode_value(value) == b'{"d":"2024-01-02","m":"1.10","b":"AP8="}'
+    with pytest.raises(InvalidParameterError, match="cannot be written as JSON") as js:
+        _encode_value({"s": {1, 2}})
+    assert js.value.parameter == "value"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"topics": "t", "pattern": "t"}, "topics"),
+        ({"pattern": "(["}, "pattern"),
+        ({"topics": "t", "starting_offsets": "ealiest"}, "starting_offsets"),
+        ({"topics": "t", "starting_offsets": "[1]"}, "starting_offsets"),
+        ({"topics": "t", "starting_offsets": {"t": {"0": "x"}}}, "starting_offsets"),
+        ({"topics": "t", "starting_offsets": {"t": {"0": -3}}}, "starting_offsets"),
+        ({"topics": "t", "ending_offsets": "earliest"}, "ending_offsets"),
+        ({"topics": "t", "ending_offsets": {"t": {"0": -2}}}, "ending_offsets"),
+    ],
+)
+def test_kafka_source_arguments_are_refused_naming_the_parameter(
+    kwargs: dict[str, Any], parameter: str
+) -> None:
+    """Each was a raw ``re.error``, ``JSONDecodeError``, an ``AttributeError`` when the
+    query started, or an error naming no parameter. Checked before Spark is used."""
+    pytest.importorskip("confluent_kafka")
+    read = "ending_offsets" in kwargs
+    call = kafka_read if read else kafka_stream
+    with pytest.raises(InvalidParameterError) as err:
+        call(None, "localhost:1", **kwargs)  # type: ignore[arg-type]
+    assert err.value.parameter == parameter
+
+
+def test_a_batch_read_ends_an_unlisted_partition_at_its_latest_offset(
+    spark: Any, kafka: MockKafka
+) -> None:
+    """``ending_offsets`` listing some partitions reads the others to their latest
+    offset (they were read to their earliest: nothing)."""
+    kafka.create_topic("t", 2)
+    _produce(kafka, "t", 0, 0, 3)
+    _produce(kafka, "t", 1, 0, 3)
+    kafka.flush()
+    df = kafka_read(spark, kafka.bootstrap_servers, "t", ending_offsets={"t": {"0": 2}})
+    got = sorted((r.partition, r.offset) for r in df.collect())
+    assert got == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
+
+
+def test_offsets_going_back_are_data_loss(spark: Any, tmp_path: Path) -> None:
+    """A topic made again (a new cluster, a restart from the old checkpoint) whose
+    offsets are below the checkpoint's: with ``fail_on_data_loss`` (the default) the
+    query fails saying so, as Spark's Kafka source does (it read nothing until the new
+    offsets passed the old ones, and then skipped the records below them); without it,
+    it reads on from the new offsets."""
+    pytest.importorskip("confluent_kafka")
+    checkpoint = tmp_path / "checkpoint"
+    with MockKafka() as first:
+        first.create_topic("t", 1)
+        _produce(first, "t", 0, 0, 3)
+        first.flush()
+        got, _ = _run(kafka_stream(spark, first.bootstrap_servers, "t"), checkpoint)
+        assert [r[2] for r in got.batches[0]] == [0, 1, 2]
+    with MockKafka() as second:
+        second.create_topic("t", 1)
+        _produce(second, "t", 0, 0, 2)
+        second.flush()
+        from pyspark.errors import StreamingQueryException
+
+        with pytest.raises(StreamingQueryException, match="went back from 3 to 2"):
+            _run(kafka_stream(spark, second.bootstrap_servers, "t"), checkpoint)
+        lenient = kafka_stream(spark, second.bootstrap_servers, "t", fail_on_data_loss=False)
+        _run(lenient, checkpoint)
+        more = _produce(second, "t", 0, 2, 2)
+        second.flush()
+        got, _ = _run(lenient, checkpoint)
+        assert sorted(r for rows in got.batches.values() for r in rows) == sorted(more)
 
 
 def test_without_the_wheel_the_module_imports_and_says_what_to_install() -> None:

@@ -260,3 +260,33 @@ def test_bad_arguments_are_refused(spark: Any, tmp_path: Path) -> None:
         "channel-00002.parquet",
         "manifest.json",
     ]
+
+
+def test_max_partitions_must_be_an_int_and_nanosecond_arrivals_are_truncated(
+    spark: Any, checkpoint: Path
+) -> None:
+    """``max_partitions`` of 1.5, ``"2"`` or ``True`` is refused at the call (1.5 failed
+    when the query started; ``"2"`` with a raw TypeError). A ``timestamp[ns]`` arrival
+    (pandas' type) is truncated to Spark's microseconds, as Spark's own conversion does
+    (a raw ArrowInvalid)."""
+    table = _table()
+    for bad in (1.5, "2", True, 0):
+        with pytest.raises(InvalidParameterError) as err:
+            replay_stream(
+                spark, table, arrival="arrival", channel="partition", step=1, max_partitions=bad
+            )
+        assert err.value.parameter == "max_partitions"
+    ns = pa.table(
+        {
+            "partition": [0, 0, 1],
+            "arrival": pa.array([1_000_000_001, 1_000_001_999, 2_000_000_500], pa.timestamp("ns")),
+        }
+    )
+    df = replay_stream(spark, ns, arrival="arrival", channel="partition", step=timedelta(seconds=1))
+    got = _run(df, checkpoint)
+    micros = sorted(
+        round(r[1].replace(tzinfo=timezone.utc).timestamp() * 1e6)
+        for rows in got.batches.values()
+        for r in rows
+    )
+    assert micros == [1_000_000, 1_000_001, 2_000_000]
