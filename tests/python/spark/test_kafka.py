@@ -297,6 +297,32 @@ def test_a_batch_read_ends_an_unlisted_partition_at_its_latest_offset(
     assert got == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
 
 
+def test_a_transaction_marker_at_the_start_of_a_range_is_no_data_loss(
+    spark: Any, kafka: MockKafka
+) -> None:
+    """A transactional producer's commit marker takes an offset that no consumer ever
+    receives: a range starting there read the next record first and was taken for
+    records deleted by retention. Only a partition start past the range is a loss."""
+    import confluent_kafka as ck
+
+    kafka.create_topic("t", 1)
+    producer = ck.Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": "x", "log_level": 3}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce("t", b"in", partition=0, timestamp=T + i)
+    producer.commit_transaction(30)  # offsets 0, 1; the marker at 2
+    for i in range(2):
+        kafka.produce("t", b"after", partition=0, timestamp=T + 10 + i)
+    kafka.flush()
+    whole = kafka_read(spark, kafka.bootstrap_servers, "t")
+    assert sorted(r.offset for r in whole.collect()) == [0, 1, 3, 4]
+    later = kafka_read(spark, kafka.bootstrap_servers, "t", starting_offsets={"t": {"0": 2}})
+    assert sorted(r.offset for r in later.collect()) == [3, 4]
+
+
 def test_offsets_going_back_are_data_loss(spark: Any, tmp_path: Path) -> None:
     """A topic made again (a new cluster, a restart from the old checkpoint) whose
     offsets are below the checkpoint's: with ``fail_on_data_loss`` (the default) the
