@@ -456,10 +456,13 @@ def one_key_stream(ticks: range, arrival_offset: int = 0, first_id: int = 0) -> 
     )
 
 
-def test_a_restamped_row_held_back_is_counted_once(spark: Any, tmp_path: Path) -> None:
+def test_a_restamped_row_held_back_is_counted_once(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A row arriving behind the frontier is re-stamped just past it; when the frontier
     does not move in that batch, the row waits for the next one, and the progress counts
-    it once, in the batch that re-stamped it."""
+    it once, in the batch that re-stamped it, and a warning says so (a bad arrival far
+    ahead of the stream stalls the query this way: every later row re-stamped)."""
     first = one_key_stream(range(0, 10_000, 10))  # frontier 8,800 ms
     behind = one_key_stream(range(5_000, 5_010, 10), first_id=20_000)  # arrival 5,000 ms
     third = one_key_stream(range(10_000, 20_000, 10), first_id=30_000)
@@ -472,6 +475,8 @@ def test_a_restamped_row_held_back_is_counted_once(spark: Any, tmp_path: Path) -
     summaries = [(p["frontier"], p["restamped"], p["pending"]) for p in handler.progress]
     assert summaries[:2] == [(8_800, 0, 119), (8_800, 1, 120)]
     assert sum(p["restamped"] for p in handler.progress) == 1
+    warned = [r.getMessage() for r in caplog.records if "re-stamped" in r.getMessage()]
+    assert len(warned) == 1 and "1 rows arrived at or before the frontier 8800" in warned[0]
 
 
 def test_a_key_first_seen_in_a_later_batch_meets_the_watermark_in_force(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ from floodmark.timeline import TimelineBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+log = logging.getLogger(__name__)
 
 #: The hidden columns a batch's rows carry: event time and (re-stamped) arrival in ticks.
 TS, ARRIVAL, RESTAMPED = "__fm_st_ts", "__fm_st_arrival", "__fm_st_restamped"
@@ -258,6 +261,18 @@ def advance(
         }
     )
     restamped = int(pc.sum(table.column("restamped")).as_py() or 0) if table.num_rows else 0
+    if restamped:
+        log.warning(
+            "floodmark: %d rows arrived at or before the frontier %s (latest arrival seen: "
+            "%s); re-stamped to %s and counted in `restamped`, processed once the frontier "
+            "passes them. A partition read behind the others does this (give a larger "
+            "allowance); every batch re-stamping means an arrival far ahead of the stream "
+            "(a bad timestamp) moved the frontier (docs/streaming.md, The frontier)",
+            restamped,
+            state.frontier,
+            max_arrival,
+            None if state.frontier is None else state.frontier + 1,
+        )
     waiting = int(pc.sum(table.column("rows")).as_py() or 0) - int(
         pc.sum(done.column("rows")).as_py() or 0
     )
