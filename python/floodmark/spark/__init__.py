@@ -26,7 +26,8 @@ Module map (the pipeline's stages, one question per file):
 * :mod:`.analyze`: ``analyze_bounds``. :mod:`.baseline`: Spark's own watermark.
 * :mod:`.packed`: several outputs from one ``mapInArrow`` pass. :mod:`.session`:
   ``local_session`` and the Arrow settings. :mod:`.call_sites`: PySpark's call-site
-  capture, off while floodmark builds its plans.
+  capture, off while floodmark builds its plans. :mod:`.local_frames`: driver tables
+  made into DataFrames (around PySpark's dropping of rows after an empty chunk).
 """
 
 from floodmark.spark.analyze import analyze_bounds

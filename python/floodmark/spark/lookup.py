@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 
 from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
+from floodmark.spark.local_frames import local_frame
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.time import I64_MAX, I64_MIN
 
@@ -84,7 +85,8 @@ def channel_offsets(
             return df, offset, values - low, high - low + 1
     distinct = pc.unique(channels)
     offsets = pc.index_in(channels, value_set=distinct).to_numpy(zero_copy_only=False)
-    names = df.sparkSession.createDataFrame(
+    names = local_frame(
+        df.sparkSession,
         pa.table({_CHANNEL: distinct, _OFFSET: pa.array(np.arange(len(distinct)), pa.int64())}),
         schema=f"{_CHANNEL} {df.schema[plan.channel].dataType.simpleString()}, {_OFFSET} bigint",
     )
@@ -269,7 +271,7 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
         lookup = pa.table({_OFFSET: offsets, _BUCKET: buckets, **columns})
         recs = recs.withColumn(_OFFSET, F.when(valid_rows(plan), offset))
         on = [_OFFSET, _BUCKET]
-    frame = df.sparkSession.createDataFrame(lookup)
+    frame = local_frame(df.sparkSession, lookup)
     joined = recs.join(F.broadcast(frame), on=on, how="left")
     return joined.drop(_KEY, _ARRIVAL, _BUCKET, _OFFSET)
 
@@ -368,7 +370,7 @@ def with_bucket_values(
     bucket = plan.bucket(arrival)
     joined = recs.withColumn(
         _BUCKET, F.when(bucket >= first, F.least(bucket, F.lit(first + n - 1)))
-    ).join(F.broadcast(spark.createDataFrame(table)), on=_BUCKET, how="left")
+    ).join(F.broadcast(local_frame(spark, table)), on=_BUCKET, how="left")
     return joined.select(
         *[F.col(quote(c)) for c in recs.columns],
         *[F.coalesce(F.col(quote(name)), F.lit(I64_MIN)).alias(name) for name in values],

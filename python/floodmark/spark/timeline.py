@@ -48,6 +48,7 @@ from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark import channel_pass
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import floodmark_on_executors, require_floodmark
+from floodmark.spark.local_frames import local_frame
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.strategy import WatermarkStrategy
@@ -178,7 +179,7 @@ def ticks_frame(spark: SparkSession, plan: WatermarkPlan, table: pa.Table) -> Da
         "time": plan.arrival.from_ticks(F.col("time")).alias("time"),
         "watermark": plan.event_time.from_ticks(F.col("watermark")).alias("watermark"),
     }
-    return spark.createDataFrame(table).select(
+    return local_frame(spark, table).select(
         *[converted.get(name, F.col(name)) for name in table.column_names]
     )
 

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from floodmark.spark.columns import quote
 from floodmark.spark.late import element_late
+from floodmark.spark.local_frames import local_frame
 from floodmark.spark.lookup import in_force_column
 from floodmark.spark.plan import error_reason, valid_rows
 from floodmark.spark.timeline import Timeline
@@ -141,7 +142,7 @@ def distinct_local(spark: SparkSession, table: pa.Table, names: list[str]) -> Da
     of another type are refused by the plans), which Arrow groups as Spark's join
     matches them (nulls one group: the join is null-safe)."""
     table = table.rename_columns(names)
-    return spark.createDataFrame(table.group_by(names, use_threads=False).aggregate([]))
+    return local_frame(spark, table.group_by(names, use_threads=False).aggregate([]))
 
 
 def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> DataFrame:
