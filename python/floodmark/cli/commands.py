@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -48,6 +48,22 @@ def dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return handlers[args.command](args, list(argv))
 
 
+def keys_once(given: Sequence[str], names: Mapping[str, str]) -> None:
+    """Each ``--key`` names a column of its own: ``names`` maps each flag's value to the
+    column it names (itself while parsing; the input's spelling once it is read).
+
+    Raises:
+        UsageError: a key given twice, or two spellings of one column.
+    """
+    for column in sorted({names[k] for k in given}):
+        flags = list(dict.fromkeys(k for k in given if names[k] == column))
+        if len(flags) == 1 and [names[k] for k in given].count(column) > 1:
+            raise UsageError(f"--key {flags[0]} is given more than once; name each key once")
+        if len(flags) > 1:
+            spelled = " and ".join(f"--key {k}" for k in flags)
+            raise UsageError(f"{spelled} name one column, {column}; name each key once")
+
+
 @dataclass(frozen=True)
 class PipelineSpec:
     """What :func:`pipeline` computes: the columns, the watermarks and the windows."""
@@ -75,9 +91,7 @@ class PipelineSpec:
                 without ``--value``, a ``--key`` named twice, or ``analyze`` with a
                 session window (found here, before Spark starts).
         """
-        twice = sorted({k for k in args.key if list(args.key).count(k) > 1})
-        if twice:
-            raise UsageError(f"--key {twice[0]} is given more than once; name each key once")
+        keys_once(args.key, {k: k for k in args.key})
         from floodmark.vocabulary import NOT_SWEPT, SWEPT_WINDOWS
 
         if args.command == "analyze" and args.window.kind not in SWEPT_WINDOWS:
@@ -153,17 +167,13 @@ class PipelineSpec:
         Raises:
             UsageError: two ``--key`` flags name one column (``--key User --key user``).
         """
-        keys = tuple(names[k] for k in self.keys)
-        twice = sorted({k for k in keys if keys.count(k) > 1})
-        if twice:
-            given = " and ".join(f"--key {k}" for k in self.keys if names[k] == twice[0])
-            raise UsageError(f"{given} name one column, {twice[0]}; name each key once")
+        keys_once(self.keys, names)
         return replace(
             self,
             event_time=names[self.event_time],
             channel=names[self.channel],
             arrival=None if self.arrival is None else names[self.arrival],
-            keys=keys,
+            keys=tuple(names[k] for k in self.keys),
             aggs=tuple(a if isinstance(a, str) else (a[0], names[a[1]]) for a in self.aggs),
         )
 

@@ -261,8 +261,16 @@ def _prepare_replay(
     # expects the batches in (timestamps as UTC microseconds, ...).
     spark_schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
     # Nanosecond timestamps (pandas') to Spark's microseconds, truncated as Spark's own
-    # Arrow conversion does (spark.sql.execution.pandas.convertToArrowArraySafely).
-    table = table.cast(to_arrow_schema(spark_schema, timezone="UTC"), safe=False)
+    # Arrow conversion does (spark.sql.execution.pandas.convertToArrowArraySafely);
+    # every other column cast safely.
+    target = to_arrow_schema(spark_schema, timezone="UTC")
+    table = pa.Table.from_arrays(
+        [
+            table.column(i).cast(f.type, safe=not pa.types.is_timestamp(f.type))
+            for i, f in enumerate(target)
+        ],
+        schema=target,
+    )
     a_type, c_type = table.schema.field(arrival).type, table.schema.field(channel).type
     if pa.types.is_integer(a_type):
         kind = "integer"
@@ -1208,6 +1216,18 @@ class MockKafka:
                 default the current time. 0 is refused: librdkafka sends it as "now".
             headers: ``(key, value)`` pairs.
         """
+        self._send(topic, self._record(topic, value, key, partition, timestamp, headers))
+
+    def _record(
+        self,
+        topic: str,
+        value: Any,
+        key: bytes | str | None,
+        partition: int,
+        timestamp: int | datetime | None,
+        headers: Sequence[tuple[str, bytes | str]] | None = None,
+    ) -> dict[str, Any]:
+        """The producer's arguments for one record, checked (nothing sent)."""
         self._running()
         n = self._topics.get(topic)
         if n is None:
@@ -1227,6 +1247,9 @@ class MockKafka:
             kwargs["timestamp"] = _epoch_ms(timestamp)
         if headers:
             kwargs["headers"] = list(headers)
+        return kwargs
+
+    def _send(self, topic: str, kwargs: dict[str, Any]) -> None:
         while True:
             try:
                 self._producer.produce(topic, **kwargs)
@@ -1268,13 +1291,16 @@ class MockKafka:
         keys = table.column(key).to_pylist() if key is not None else [None] * len(table)
         values = table.select(cols).to_pylist()
         columns = {"partition": partition, "timestamp": timestamp}
+        records = []  # every row checked before any is sent: no topic half written
         for i, (p, ts, k, v) in enumerate(zip(parts, stamps, keys, values, strict=True)):
             try:
-                self.produce(topic, v, key=None if k is None else str(k), partition=p, timestamp=ts)
+                records.append(self._record(topic, v, None if k is None else str(k), p, ts))
             except InvalidParameterError as err:  # a row's value: name its column
                 if err.parameter not in columns:
                     raise
                 raise InvalidInputError(columns[err.parameter], f"row {i}: {err}") from None
+        for record in records:
+            self._send(topic, record)
         return len(table)
 
     def flush(self, timeout: float = 60.0) -> None:

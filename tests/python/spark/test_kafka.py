@@ -247,6 +247,13 @@ def test_mock_kafka_names_what_is_wrong_and_writes_values_as_spark_does(
         )
     assert zero.value.column == "ts"
     kafka.flush()
+    # Every row is checked before any is sent: row 0 of the refused tables was not.
+    import confluent_kafka as ck
+
+    admin = ck.admin.AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    tps = {ck.TopicPartition("t", p): ck.admin.OffsetSpec.latest() for p in (0, 1)}
+    ends = admin.list_offsets(tps, request_timeout=30)
+    assert [f.result().offset for f in ends.values()] == [0, 0]
     from datetime import date
     from decimal import Decimal
 
