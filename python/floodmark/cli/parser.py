@@ -72,12 +72,22 @@ class Parser(argparse.ArgumentParser):
         argument". Only after this parser's own options that take one value."""
         out: list[str] = []
         for arg in args:
-            action = self._option_string_actions.get(out[-1]) if out else None
+            action = self._own_option(out[-1]) if out else None
             if action is not None and action.nargs is None and _NEGATIVE.match(arg):
                 out[-1] = f"{out[-1]}={arg}"
             else:
                 out.append(arg)
         return out
+
+    def _own_option(self, name: str) -> argparse.Action | None:
+        """The action of option ``name``, or of the one long option it abbreviates
+        (``--bou`` for ``--bound``), as argparse itself would resolve it."""
+        if name in self._option_string_actions:
+            return self._option_string_actions[name]
+        if not (self.allow_abbrev and name.startswith("--")) or "=" in name:
+            return None
+        found = {a for o, a in self._option_string_actions.items() if o.startswith(name)}
+        return found.pop() if len(found) == 1 else None
 
     def error(self, message: str) -> NoReturn:
         hint = f" (see {self.prog} --help)"

@@ -238,6 +238,27 @@ def _clock_ticks(value: int | datetime, kind: str, parameter: str) -> int:
     raise InvalidParameterError(parameter, f"expected int or datetime, got {type(value).__name__}")
 
 
+def _spark_schema(schema: pa.Schema) -> StructType:
+    """The Spark schema a stream of ``schema``'s rows has; a column Spark cannot hold
+    (unsigned integers, ``float16``, ``date64``, ``time32``) is named."""
+    from pyspark.errors import PySparkTypeError
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    try:
+        return from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    except PySparkTypeError:
+        for field in schema:
+            try:
+                from_arrow_schema(pa.schema([field]))
+            except PySparkTypeError:
+                raise SchemaError(
+                    field.name,
+                    f"column {field.name!r} has type {field.type}, which Spark cannot "
+                    "hold; cast it to a supported type first (e.g. uint32 to int64)",
+                ) from None
+        raise
+
+
 def _prepare_replay(
     data: str | os.PathLike[str] | pa.Table,
     *,
@@ -246,7 +267,7 @@ def _prepare_replay(
     workdir: str | os.PathLike[str] | None,
 ) -> dict[str, Any]:
     """Write one Parquet file per channel, sorted by arrival, and a manifest."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.pandas.types import to_arrow_schema
 
     table = data if isinstance(data, pa.Table) else pq.read_table(os.fspath(data))
     for name, parameter in ((arrival, "arrival"), (channel, "channel")):
@@ -259,7 +280,7 @@ def _prepare_replay(
             raise err
     # The Spark schema the stream has, and the Arrow schema Spark's Python data source
     # expects the batches in (timestamps as UTC microseconds, ...).
-    spark_schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=True)
+    spark_schema = _spark_schema(table.schema)
     # Nanosecond timestamps (pandas') to Spark's microseconds, truncated as Spark's own
     # Arrow conversion does (spark.sql.execution.pandas.convertToArrowArraySafely);
     # every other column cast safely.

@@ -186,6 +186,7 @@ def test_a_key_named_twice_and_analyze_with_sessions_are_refused_at_parsing(
     ("command", "argv", "flag"),
     [
         ("run", ["--bound", "-1s"], "--bound"),
+        ("run", ["--bou", "-1s"], "--bound"),
         ("run", ["--allowed-lateness", "-.5s"], "--allowed-lateness"),
         ("analyze", ["--bounds", "-1s,2s"], "--bounds"),
     ],

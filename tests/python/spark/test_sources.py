@@ -240,6 +240,9 @@ def test_bad_arguments_are_refused(spark: Any, tmp_path: Path) -> None:
         replay_stream(spark, table, arrival="arr", channel="partition", step=1)
     with pytest.raises(SchemaError, match="arrival= column 'key'"):
         replay_stream(spark, table, arrival="key", channel="partition", step=1)
+    unsigned = table.append_column("count", pa.array(range(12), pa.uint32()))
+    with pytest.raises(SchemaError, match="column 'count' has type uint32, which Spark"):
+        replay_stream(spark, unsigned, arrival="arrival", channel="partition", step=1)
     nulls = table.set_column(1, "arrival", pa.array([None] + [1] * 11, pa.int64()))
     with pytest.raises(InvalidInputError, match="1 rows have a null arrival"):
         replay_stream(spark, nulls, arrival="arrival", channel="partition", step=1)
