@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,12 +75,17 @@ def data_path(root: str, rows: int, partitions: int, span: str, layout: str = "a
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         print(f"generating {rows:,} rows, {partitions} partitions, {span} -> {path}", flush=True)
+        # Written under a temporary name and renamed when complete: an interrupted
+        # generation leaves nothing that a later run would take for the data.
+        partial = path.with_name(path.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.unlink(missing_ok=True)
         subprocess.run(
             [
                 sys.executable,
                 __file__,
                 "--generate",
-                str(path),
+                str(partial),
                 "--rows",
                 str(rows),
                 "--partitions-one",
@@ -91,6 +97,7 @@ def data_path(root: str, rows: int, partitions: int, span: str, layout: str = "a
             ],
             check=True,
         )
+        partial.rename(path)
     return path
 
 
@@ -292,10 +299,27 @@ def classic(args: argparse.Namespace) -> None:
     for label, bases in comparisons.items():
         if label not in chosen:
             continue
-        for base in bases:
+        for base in (b for b in bases if b in chosen):
             m, lo, hi = ratio(rounds, label, base)
             print(f"  {label:<44} {m:5.2f}x {base} ({lo:.2f}-{hi:.2f})")
     spark.stop()
+
+
+def check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses options the runs cannot honour, before any data is generated."""
+    if args.rows < 1 or args.repeat < 1:
+        ap.error("--rows and --repeat must be at least 1")
+    for span in (args.span or "1h").split(","):
+        if span not in SPANS:
+            ap.error(f"--span {span!r}: expected a comma-separated list of {', '.join(SPANS)}")
+    for p in (args.partitions or "16").split(","):
+        if not p.isdigit() or int(p) < 8:
+            ap.error(
+                f"--partitions {p!r}: expected counts of at least 8 (the stream's lagging "
+                "partition is 3, its quiet one 7)"
+            )
+    if args.only and (args.partitions or args.span):
+        ap.error("--only selects steps of the classic run; the grid mode runs them all")
 
 
 def main() -> None:
@@ -320,6 +344,7 @@ def main() -> None:
     ap.add_argument("--generate", help=argparse.SUPPRESS)
     ap.add_argument("--partitions-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    check(ap, args)
     if args.generate:
         generate(args.generate, args.rows, args.partitions_one, args.span, args.layout)
     elif args.one:

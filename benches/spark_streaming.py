@@ -125,6 +125,8 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=str(Path(tempfile.gettempdir()) / "floodmark-bench-stream"))
     args = ap.parse_args()
+    if min(args.rows, args.files, args.per_trigger, args.repeat) < 1:
+        ap.error("--rows, --files, --per-trigger and --repeat must be at least 1")
 
     from floodmark.progress import QUIET_SPARK_CONF
     from floodmark.spark import local_session
@@ -148,25 +150,27 @@ def main() -> None:
         f"master {args.master}; warming up",
         flush=True,
     )
-    warm = Path(tempfile.mkdtemp())
-    small = warm / "in"
-    small.mkdir()
-    for f in sorted(p for p in source.iterdir() if p.suffix == ".parquet")[:2]:
-        shutil.copy2(f, small / f.name)
-    for make in queries.values():
-        work = Path(tempfile.mkdtemp())
-        run_query(spark, small, 1, make(work, []), work)
     rounds: list[dict[str, float]] = []
     progress: dict[str, list[dict[str, Any]]] = {}
-    for _ in range(args.repeat):
-        row = {}
-        for name, make in queries.items():
-            work = Path(tempfile.mkdtemp())
-            prog: list[dict[str, Any]] = []
-            row[name] = run_query(spark, source, args.per_trigger, make(work, prog), work)
-            progress[name] = prog
-            shutil.rmtree(work, ignore_errors=True)
-        rounds.append(row)
+    # Every checkpoint, state folder and the warm-up's copied files live in here,
+    # removed at the end however the run ends.
+    with tempfile.TemporaryDirectory() as scratch:
+        small = Path(scratch) / "warm-up-input"
+        small.mkdir()
+        for f in sorted(p for p in source.iterdir() if p.suffix == ".parquet")[:2]:
+            shutil.copy2(f, small / f.name)
+        for make in queries.values():
+            work = Path(tempfile.mkdtemp(dir=scratch))
+            run_query(spark, small, 1, make(work, []), work)
+        for _ in range(args.repeat):
+            row = {}
+            for name, make in queries.items():
+                work = Path(tempfile.mkdtemp(dir=scratch))
+                prog: list[dict[str, Any]] = []
+                row[name] = run_query(spark, source, args.per_trigger, make(work, prog), work)
+                progress[name] = prog
+                shutil.rmtree(work, ignore_errors=True)
+            rounds.append(row)
     base = "spark withWatermark + window count"
     print(f"seconds: median (min-max) of {args.repeat} rounds; ratio to Spark's own query")
     for name in queries:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from floodmark.exceptions import InvalidParameterError
+
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
@@ -41,6 +43,40 @@ class StreamSpec:
     timestamp_granularity_ms: int = 1
     null_event_times: int = 0
     seed: int = 7
+
+    def __post_init__(self) -> None:
+        least = {
+            "rows": 0,
+            "partitions": 1,
+            "keys": 1,
+            "duration_ms": 1,
+            "disorder_ms": 0,
+            "lag_ms": 0,
+            "quiet_for_ms": 0,
+            "very_late_ms": 0,
+            "timestamp_granularity_ms": 1,
+            "null_event_times": 0,
+        }
+        for name, low in least.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise InvalidParameterError(
+                    name, f"expected an int of at least {low}, got {value!r}"
+                )
+        for name in ("lagging_partition", "quiet_partition"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.partitions:
+                raise InvalidParameterError(
+                    name,
+                    f"{value!r} is not one of the {self.partitions} partitions (0 to "
+                    f"{self.partitions - 1}); give None for none",
+                )
+        if not 0.0 <= self.very_late_fraction <= 1.0:
+            raise InvalidParameterError(
+                "very_late_fraction", f"expected 0 to 1, got {self.very_late_fraction!r}"
+            )
+        if not self.skew > 0:
+            raise InvalidParameterError("skew", f"expected more than 0, got {self.skew!r}")
 
 
 def generate(spec: StreamSpec) -> pa.Table:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from floodmark.cli.errors import INTERRUPTED_EXIT, SparkFailure, UsageError, fail
+from floodmark.cli.errors import INTERRUPTED_EXIT, SparkFailure, UsageError, as_flags, fail
 from floodmark.cli.parser import build_parser
 
 
@@ -52,8 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return handler(args, argv)
-    except (UsageError, FloodmarkError) as err:
+    except UsageError as err:
         return fail(str(err))
+    except FloodmarkError as err:
+        return fail(as_flags(str(err)))
     except SparkFailure as err:
         return fail(str(err), code=1)
     except KeyboardInterrupt:

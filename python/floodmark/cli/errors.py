@@ -7,6 +7,7 @@ This module imports nothing else of floodmark, so each of the others can use it.
 
 from __future__ import annotations
 
+import re
 import sys
 
 #: The exit code of a user error (as argparse's own).
@@ -23,6 +24,29 @@ class SparkFailure(Exception):
     """Spark failed for a reason other than the user's input: one line, exit code 1."""
 
 
+#: The library's parameters that the command line's flags set, as the library's
+#: messages name them (``event_time= column 'key' has type string``).
+FLAG_OF = {
+    "event_time": "--event-time",
+    "channel": "--channel",
+    "arrival": "--arrival",
+    "key": "--key",
+    "aggs": "--agg",
+    "window": "--window",
+    "allowed_lateness": "--allowed-lateness",
+    "emit_interval": "--emit-interval",
+    "event_time_unit": "--event-time-unit",
+    "arrival_unit": "--arrival-unit",
+}
+_PARAMETER = re.compile(r"(?<![\w-])(" + "|".join(FLAG_OF) + r")=")
+
+
+def as_flags(message: str) -> str:
+    """A library error's message with the parameters it names (``event_time=``) spelled
+    as the flags that set them (``--event-time``)."""
+    return _PARAMETER.sub(lambda m: FLAG_OF[m.group(1)], message)
+
+
 def one_line(message: str) -> str:
     """``message`` on one line: its lines joined, runs of blanks squeezed."""
     return " ".join(message.split())
@@ -35,4 +59,13 @@ def fail(message: str, code: int = USAGE_EXIT) -> int:
     return code
 
 
-__all__ = ["INTERRUPTED_EXIT", "USAGE_EXIT", "SparkFailure", "UsageError", "fail", "one_line"]
+__all__ = [
+    "FLAG_OF",
+    "INTERRUPTED_EXIT",
+    "USAGE_EXIT",
+    "SparkFailure",
+    "UsageError",
+    "as_flags",
+    "fail",
+    "one_line",
+]

@@ -6,8 +6,10 @@ path. Times are int64 ticks; ``unit`` arguments turn them into dates for the axe
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import matplotlib
 
@@ -32,8 +34,23 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DPI = 100
+_P = ParamSpec("_P")
 #: Idle partitions, in every chart.
 IDLE_COLOUR = "#4f7cc4"
+
+
+def as_written(draw: Callable[_P, Path]) -> Callable[_P, Path]:
+    """A chart drawn with matplotlib's mathtext off, so that labels made of the data
+    (partition names, keys) are drawn as written: a partition named ``$\\foo$`` failed
+    the whole report (mathtext has no such symbol), ``cost $5 and $6`` was drawn as
+    a formula."""
+
+    @functools.wraps(draw)
+    def drawn(*args: _P.args, **kwargs: _P.kwargs) -> Path:
+        with plt.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return drawn
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
@@ -64,6 +81,7 @@ def step_line(
     ax.step(to_datetime(x, arrival_unit), to_datetime(y, event_unit), where="post", **style)
 
 
+@as_written
 def watermark_chart(
     timeline: pa.Table,
     emissions: pa.Table | None,
@@ -150,6 +168,7 @@ def _strips(
     ax.set_title("blue: idle    red: holds the combined minimum", fontsize=9)
 
 
+@as_written
 def partition_chart(partitions: pa.Table, path: str | Path, *, title: str | None = None) -> Path:
     """Late and dropped records per partition (and what Spark's global watermark
     would have dropped, if the table has ``spark_dropped``), one group of bars per row
@@ -175,6 +194,7 @@ def partition_chart(partitions: pa.Table, path: str | Path, *, title: str | None
     return _save(fig, path)
 
 
+@as_written
 def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
     """Histogram of on-time firing delays (seconds), median and p99 marked."""
     fig, ax = plt.subplots(figsize=(12, 4.5))
@@ -209,6 +229,7 @@ def _seconds(column: pa.ChunkedArray) -> np.ndarray:
     return np.asarray(column.to_pylist(), dtype=np.float64)
 
 
+@as_written
 def analysis_chart(analysis: pa.Table, path: str | Path, *, max_late: float | None = None) -> Path:
     """Late fraction (left panel) and firing delay median/p99 (right panel) against
     the candidate bound, one line per idle timeout."""

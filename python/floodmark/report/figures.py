@@ -25,9 +25,22 @@ def seconds_per_tick(unit: str) -> float:
     return 1.0 / TICKS_PER_SECOND[unit]
 
 
+#: The dates a chart draws: matplotlib's end at years 1 and 9999, and an axis's margins
+#: reach past its data, so a time outside these (a sentinel like 9999-12-31, a wrong
+#: unit) is drawn at the nearer one. The CSV files keep every time as it is.
+CHART_DATES = (np.datetime64("1000-01-01"), np.datetime64("9000-01-01"))
+
+
 def to_datetime(ticks: np.ndarray, unit: str) -> np.ndarray:
-    """Epoch ticks as ``datetime64`` values of the same unit (for readable axes)."""
-    return np.asarray(ticks, dtype=np.int64).astype(f"datetime64[{unit}]")
+    """Epoch ticks as ``datetime64`` values of the same unit (for readable axes),
+    within :data:`CHART_DATES`."""
+    per_second = TICKS_PER_SECOND[unit]
+    low, high = (
+        min(max(int(d.astype("datetime64[s]").astype(np.int64)) * per_second, I64_MIN + 1), I64_MAX)
+        for d in CHART_DATES
+    )
+    clipped = np.clip(np.asarray(ticks, dtype=np.int64), low, high)
+    return clipped.astype(f"datetime64[{unit}]")
 
 
 def downsample(
@@ -69,7 +82,7 @@ def min_channel_spans(timeline: pa.Table, end: int) -> list[tuple[Any, int, int]
     spans: list[tuple[Any, int, int]] = []
     for i, (t, c) in enumerate(zip(times, holders, strict=False)):
         stop = times[i + 1] if i + 1 < len(times) else max(t, end)
-        if c is None:
+        if c is None or stop == t:  # held for no time
             continue
         if spans and spans[-1][0] == c and spans[-1][2] == t:
             spans[-1] = (c, spans[-1][1], stop)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from matplotlib.colors import PowerNorm, to_rgba
 from matplotlib.patches import Patch
 
-from floodmark.report.charts import IDLE_COLOUR, _empty, _save, step_line
+from floodmark.report.charts import IDLE_COLOUR, _empty, _save, as_written, step_line
 from floodmark.report.figures import downsample, seconds_between, seconds_per_tick, to_datetime
 from floodmark.report.partition_views import ACTIVE, IDLE, NONE, lag_matrix
 from floodmark.time import I64_MAX, I64_MIN
@@ -90,6 +90,7 @@ def _heat_axes(
     return step
 
 
+@as_written
 def lag_heatmap(
     lag: pa.Table,
     path: str | Path,
@@ -179,6 +180,7 @@ def lag_heatmap(
     return _save(fig, path)
 
 
+@as_written
 def holding_chart(
     holding: pa.Table,
     path: str | Path,
@@ -224,6 +226,7 @@ def holding_chart(
     return _save(fig, path)
 
 
+@as_written
 def idle_chart(
     idle_spans: pa.Table,
     path: str | Path,
@@ -294,6 +297,7 @@ def _status_spans(times: np.ndarray, idle: np.ndarray, end: int) -> list[tuple[i
     return list(zip(bounds[begin].tolist(), bounds[stop].tolist(), strict=True))
 
 
+@as_written
 def combined_chart(
     timeline: pa.Table,
     path: str | Path,

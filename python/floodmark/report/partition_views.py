@@ -213,6 +213,10 @@ def holding_table(timeline: pa.Table, partitions: pa.Array, last: int) -> pa.Tab
     stints = np.zeros(len(partitions), dtype=np.int64)
     if len(times):
         durations = np.diff(times, append=max(last, int(times[-1])))
+        # A row that lasts no time (the next one, or the end, at the same time) is
+        # no stint: who held the watermark then held it for nothing.
+        lasting = durations > 0
+        who, durations = who[lasting], durations[lasting]
         some = who >= 0
         np.add.at(hold, who[some], durations[some])
         starts = some & np.concatenate([[True], who[1:] != who[:-1]])

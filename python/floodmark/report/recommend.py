@@ -20,15 +20,20 @@ class Recommendation:
     late_fraction: float
     delay_median_s: float
     delay_p99_s: float
+    #: Windows that fired before the end of the input (None: not known).
+    windows: int | None = None
 
     def sentence(self, max_late: float) -> str:
         """One line for the terminal and the report."""
         idle = "" if self.idle_timeout is None else f" --idle {label(self.idle_timeout)}"
-        delay = (
-            "; no firing delay without --arrival"
-            if math.isnan(self.delay_median_s)
-            else f", firing delay median {self.delay_median_s:.2f} s, p99 {self.delay_p99_s:.2f} s"
-        )
+        if self.windows == 0:
+            delay = "; no window fired before the end of the input at this bound"
+        elif math.isnan(self.delay_median_s):
+            delay = "; no firing delay without --arrival"
+        else:
+            delay = (
+                f", firing delay median {self.delay_median_s:.2f} s, p99 {self.delay_p99_s:.2f} s"
+            )
         return (
             f"recommended: --bound {label(self.bound)}{idle} "
             f"(late {100 * self.late_fraction:.3g} % <= {100 * max_late:.3g} %{delay})"
@@ -79,6 +84,7 @@ def recommend_bound(analysis: pa.Table, max_late: float) -> Recommendation | Non
         float(best["late_fraction"]),
         float(best["delay_median_s"] if best["delay_median_s"] is not None else math.nan),
         float(best["delay_p99_s"] if best["delay_p99_s"] is not None else math.nan),
+        best.get("windows"),
     )
 
 

@@ -176,10 +176,14 @@ def assign_watermarks(
         force when it arrived), ``is_late`` (``event time <= watermark``) and ``error``
         (why a row could not be placed: ``null_event_time``, ``null_arrival`` or
         ``null_channel``; null otherwise). Watermarks are in the event-time column's
-        type; null means "no watermark yet" for timestamp columns. Without ``arrival``,
-        the input with its row-order arrival is cached (every job must see the same
-        order) and stays cached for the result; ``spark.catalog.clearCache()`` releases
-        it once the result is written (with every other cache of the session).
+        type; null means "no watermark yet" for timestamp columns. The result may read
+        frames cached while it was built, which stay cached for it: without
+        ``arrival``, the input with its row-order arrival (every job must see the same
+        order); with a generator that emits on records, the per-channel pass's output;
+        where the per-(channel, bucket) table is large (over 2^19 rows) and the
+        records path is not taken, its channel watermarks.
+        ``spark.catalog.clearCache()`` releases them once the result is written (with
+        every other cache of the session).
     """
     df, plan = make_plan(
         df,

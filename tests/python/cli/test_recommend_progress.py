@@ -99,3 +99,17 @@ def test_a_sweep_without_delays_recommends_without_them() -> None:
 
     line = Recommendation(5 * S, None, 0.001, math.nan, math.nan).sentence(0.01)
     assert line == "recommended: --bound 5s (late 0.1 % <= 1 %; no firing delay without --arrival)"
+
+
+def test_a_bound_at_which_no_window_fires_before_the_end_says_so() -> None:
+    """With --arrival given, the delay is NaN also when no window fired before the end
+    of the input: the sentence names that, not a missing --arrival."""
+    t = sweep([(30 * S, 30 * S, 0.0, math.nan)])
+    t = t.set_column(3, "delay_median_s", pa.array([math.nan]))
+    t = t.set_column(5, "windows", pa.array([0]))
+    rec = recommend_bound(t, 0.001)
+    assert rec is not None and rec.windows == 0
+    assert rec.sentence(0.001) == (
+        "recommended: --bound 30s --idle 30s (late 0 % <= 0.1 %; no window fired before "
+        "the end of the input at this bound)"
+    )

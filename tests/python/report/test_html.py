@@ -264,3 +264,36 @@ def test_without_an_arrival_clock_no_delay_is_shown(tmp_path: Path) -> None:
     assert "n/a (no arrival column: records in row order)" in text
     assert " s, p99 " not in text
     assert "median" in render_summary(synthetic.inputs())
+
+
+def test_partition_names_are_drawn_as_written_and_far_times_are_drawn(tmp_path: Path) -> None:
+    """A partition named like a mathtext formula (``$\\foo$``: no such symbol) failed the
+    whole report, and a watermark at a sentinel time (9999-12-31) or before year 100
+    failed matplotlib's date axis; both are drawn now, and the CSV keeps the time."""
+    import pyarrow as pa
+
+    names = {0: "$\\foo$", 1: "cost $5 and $6", 2: "<b>&", 3: "plain"}
+
+    def renamed(table: pa.Table, column: str) -> pa.Table:
+        values = [names[v] for v in table[column].to_pylist()]
+        return table.set_column(table.schema.get_field_index(column), column, pa.array(values))
+
+    base = synthetic.inputs()
+    timeline = renamed(base.timeline, "min_channel")
+    wms = timeline["watermark"].to_numpy().copy()
+    wms[-1] = 253_402_300_799_000  # 9999-12-31T23:59:59Z in ms
+    timeline = timeline.set_column(1, "watermark", pa.array(wms))
+    emissions = renamed(base.emissions, "channel")
+    ems = emissions["watermark"].to_numpy(zero_copy_only=False).copy()
+    ems[np.flatnonzero(~np.isnan(ems))[5]] = -62_135_510_400_000  # year 1 in ms
+    emissions = emissions.set_column(3, "watermark", pa.array(ems, pa.int64(), from_pandas=True))
+    inputs = dataclasses.replace(
+        base,
+        timeline=timeline,
+        emissions=emissions,
+        partitions=renamed(base.partitions, "partition"),
+    )
+    page = write_report(tmp_path, inputs, max_late=0.05)
+    check_images(check_self_contained(page), CHARTS)
+    assert "9999-12-31T23:59:59" in (tmp_path / "timeline.csv").read_text()
+    assert "&lt;b&gt;&amp;" in page.read_text(encoding="utf-8")

@@ -96,6 +96,19 @@ def test_holding_table_exact() -> None:
     assert column(holding, "stints") == [2, 1, 0]
 
 
+def test_a_holder_for_no_time_is_no_stint() -> None:
+    """Rows at one time (c at 15 is followed at once by a), and a last row at the
+    run's end, hold for nothing: no stint, no span in the chart."""
+    from floodmark.report.figures import min_channel_spans
+
+    tl = timeline([0, 10, 15, 15, 20, 30], ["a", "b", "c", "b", "a", "c"])
+    holding = partition_views(tl, EMISSIONS, bins=3).holding
+    assert column(holding, "partition") == ["a", "b", "c"]
+    assert column(holding, "holding") == [20, 10, 0]
+    assert column(holding, "stints") == [2, 1, 0]
+    assert min_channel_spans(tl, 30) == [("a", 0, 10), ("b", 10, 20), ("a", 20, 30)]
+
+
 def test_idle_span_table_exact() -> None:
     spans = partition_views(TIMELINE, EMISSIONS, bins=3).idle_spans
     assert spans.to_pylist() == [

@@ -23,6 +23,7 @@ SPEC = StreamSpec(
     duration_ms=120_000,
     disorder_ms=3_000,
     lag_ms=8_000,
+    quiet_partition=4,
     quiet_from_ms=40_000,
     quiet_for_ms=15_000,
     very_late_fraction=0.01,

@@ -26,6 +26,7 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
         keys=30,
         duration_ms=120_000,
         lag_ms=15_000,
+        quiet_partition=5,
         quiet_from_ms=40_000,
         quiet_for_ms=20_000,
     )
@@ -127,6 +128,30 @@ def test_run_unknown_column_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and err[0].startswith("floodmark: error:") and "nope" in err[0]
+
+
+def test_a_column_of_the_wrong_type_is_named_by_its_flag(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The library names the parameter (``event_time=``, ``aggs=``); the command line
+    names the flag that set it."""
+    import pyarrow as pa
+
+    path = tmp_path / "typed.parquet"
+    pq.write_table(
+        pa.table({"ts": [1, 2], "partition": [0, 0], "arrival": [1, 2], "name": ["a", "b"]}),
+        path,
+    )
+    base = ["run", str(path), "--channel", "partition", "--arrival", "arrival", "--quiet"]
+    base += ["--key", "partition", "--window", "tumbling:10s"]
+    for extra, flag in (
+        (["--event-time", "name"], "--event-time"),
+        (["--event-time", "ts", "--agg", "sum:name"], "--agg"),
+    ):
+        out = tmp_path / flag.strip("-")
+        assert main([*base, *extra, "--output", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{flag} column 'name' has type string" in err[0], err
 
 
 def test_analyze(

@@ -36,6 +36,7 @@ SPEC = StreamSpec(
     duration_ms=300_000,
     disorder_ms=3_000,
     lag_ms=20_000,
+    quiet_partition=5,
     quiet_from_ms=100_000,
     quiet_for_ms=60_000,
     very_late_fraction=0.01,

@@ -32,6 +32,7 @@ SPEC = StreamSpec(
     duration_ms=90_000,
     disorder_ms=1_500,
     lag_ms=6_000,
+    quiet_partition=1,
     quiet_from_ms=30_000,
     quiet_for_ms=20_000,
     very_late_fraction=0.01,

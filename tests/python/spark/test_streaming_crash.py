@@ -34,6 +34,7 @@ SPEC = StreamSpec(
     duration_ms=60_000,
     disorder_ms=1_500,
     lag_ms=6_000,
+    quiet_partition=1,
     quiet_from_ms=20_000,
     quiet_for_ms=15_000,
     very_late_fraction=0.02,

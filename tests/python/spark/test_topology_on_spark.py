@@ -23,6 +23,7 @@ SPEC = StreamSpec(
     duration_ms=120_000,
     disorder_ms=2_000,
     lag_ms=10_000,
+    quiet_partition=5,
     quiet_from_ms=40_000,
     quiet_for_ms=30_000,
     very_late_fraction=0.01,
