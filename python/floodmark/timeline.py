@@ -260,8 +260,11 @@ class TimelineBuilder:
             )
         generator = strategy.create_generator(unit)._inner
         interval = to_ticks(emit_interval, unit, "emit_interval")
-        owners = None if subtasks is None else [int(s) for s in subtasks]
-        n_sub = source_parallelism or (max(owners) + 1 if owners else 0)
+        owners = None if subtasks is None else _ints(subtasks, "subtasks", least=0)
+        if source_parallelism is None:
+            n_sub = max(owners) + 1 if owners else 0
+        else:
+            n_sub = _ints([source_parallelism], "source_parallelism", least=1)[0]
         self._inner = _core._TimelineBuilder(
             generator,
             _count(num_channels),
@@ -269,7 +272,7 @@ class TimelineBuilder:
             keep_emissions,
             owners,
             n_sub,
-            None if end_buckets is None else [int(e) for e in end_buckets],
+            None if end_buckets is None else _ints(end_buckets, "end_buckets"),
         )
         self.interval = interval
 
@@ -450,6 +453,16 @@ class TimelineBuilder:
     def last(self) -> int | None:
         """The largest bucket (or, merging streams, time) pushed so far."""
         return self._inner.last
+
+
+def _ints(values: Iterable[object], name: str, *, least: int | None = None) -> list[int]:
+    """``values`` as ``int`` of the ``i64`` range, at least ``least`` if given; else
+    an error naming ``name`` (a float is no index, not even a whole one)."""
+    out = [check_int64(v, name) for v in values]
+    low = next((v for v in out if least is not None and v < least), None)
+    if low is not None:
+        raise InvalidParameterError(name, f"expected ints of at least {least}, got {low}")
+    return out
 
 
 def _count(num_channels: object) -> int:

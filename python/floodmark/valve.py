@@ -50,10 +50,16 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
     """
     n = _check_channels(num_channels)
     if isinstance(emissions, pa.Table):
-        emissions = emissions.combine_chunks().to_batches()
+        batches = emissions.combine_chunks().to_batches()
+        if len(batches) > 1:  # a column over 2 GiB: its rows cannot be one batch
+            raise InvalidInputError(
+                "emissions",
+                "the table does not fit one record batch (a column over 2 GiB); "
+                "merge it in parts with a TimelineBuilder (push_emissions)",
+            )
         emissions = (
-            emissions[0]
-            if emissions
+            batches[0]
+            if batches
             else pa.RecordBatch.from_pylist(
                 [],
                 schema=pa.schema(

@@ -5,9 +5,10 @@ range."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from floodmark import _core
+from floodmark.exceptions import InvalidParameterError
 
 #: Every aggregate the window operator computes, as the engine names them.
 AGGREGATES: tuple[str, ...] = tuple(_core.AGGREGATES)
@@ -33,6 +34,56 @@ NOT_SWEPT = "session windows depend on which records are late"
 SAFE = 1 << 62
 #: Window parameters (size, slide, gap, ``|offset|``) below this keep it in range too.
 SAFE_PARAM = 1 << 60
+
+
+#: The window operator's result columns after the keys and the aggregates, as the
+#: engine names them (``rust/python/window/arrow_out.rs``).
+RESULT_TAIL: tuple[str, ...] = ("watermark", "timing", "trigger_position", "trigger_time")
+#: The result columns between the keys and the aggregates.
+RESULT_WINDOW: tuple[str, ...] = ("window_start", "window_end")
+
+
+def result_columns(keys: Sequence[str], agg_names: Sequence[str]) -> list[str]:
+    """The window operator's result columns, in order."""
+    return [*keys, *RESULT_WINDOW, *agg_names, *RESULT_TAIL]
+
+
+def first_repeat(names: Iterable[str], key: Callable[[str], str] = str) -> tuple[str, str] | None:
+    """The first two of ``names`` equal under ``key`` (exact names, or the way a Spark
+    session compares them), in order, or None: a table, or an output, cannot have both
+    (a reference to either is ambiguous, and a write fails)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if key(name) in seen:
+            return seen[key(name)], name
+        seen[key(name)] = name
+    return None
+
+
+def check_result_names(
+    keys: Sequence[str],
+    agg_names: Sequence[str],
+    *,
+    key: Callable[[str], str] = str,
+    extra: Sequence[str] = (),
+) -> None:
+    """The results' columns (with ``extra`` ones a layer adds) have distinct names.
+
+    Raises:
+        InvalidParameterError: naming ``aggs`` or ``key``, whichever the repeat is.
+    """
+    repeat = first_repeat([*result_columns(keys, agg_names), *extra], key)
+    if repeat is None:
+        return
+    first, name = repeat
+    same = repr(name) if first == name else f"{first!r} and {name!r}"
+    added = ", ".join([*RESULT_WINDOW, *RESULT_TAIL, *extra])
+    raise InvalidParameterError(
+        "aggs" if name in agg_names else "key",
+        f"the results would have two columns named {same}: a key column named like a "
+        f"column the window operator adds ({added}, the aggregates' names) must be "
+        "renamed first, and an aggregate or key given only once",
+    )
 
 
 def tie_values(aggs: Sequence[str | tuple[str, str]]) -> list[str]:
@@ -71,8 +122,13 @@ __all__ = [
     "NULL_EVENT_TIME",
     "NULL_REASONS",
     "PICKS",
+    "RESULT_TAIL",
+    "RESULT_WINDOW",
     "SAFE",
     "SAFE_PARAM",
+    "check_result_names",
+    "first_repeat",
     "processing_order",
+    "result_columns",
     "tie_values",
 ]

@@ -40,7 +40,7 @@ from floodmark.exceptions import (
     SnapshotError,
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
-from floodmark.vocabulary import AGG_FUNCTIONS
+from floodmark.vocabulary import AGG_FUNCTIONS, check_result_names
 
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
 #: fired again by a late record within the allowed lateness.
@@ -406,6 +406,7 @@ class WindowOperator:
         self._event_time = event_time
         self._arrival = arrival
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
+        check_result_names(self._keys, self._agg_names)
         lateness = to_ticks(allowed_lateness, unit, "allowed_lateness")
         kind, size, slide, offset, gap = window.params(unit)
         self._window = window

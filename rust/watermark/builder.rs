@@ -387,7 +387,10 @@ impl TimelineBuilder {
             return Err(Error::param(
                 "source_parallelism",
                 format!(
-                    "{num_subtasks} subtasks for {n} channels: a subtask would read none of                      them (in Flink a Kafka reader without partitions is never idle and holds                      the combined watermark at its start); give at most as many subtasks as                      there are partitions with records"
+                    "{num_subtasks} subtasks for {n} channels: a subtask would read none of \
+                     them (in Flink a Kafka reader without partitions is never idle and holds \
+                     the combined watermark at its start); give at most as many subtasks as \
+                     there are partitions with records"
                 ),
             ));
         }

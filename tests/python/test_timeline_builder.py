@@ -144,3 +144,27 @@ def test_every_grid_kinds_are_the_generators_the_core_calls_at_every_grid_time(
         assert err.value.parameter == "emit_interval"
     else:
         b.push([1], [2**18], [2])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parameter"),
+    [
+        ({"subtasks": [0, -1]}, "subtasks"),
+        ({"subtasks": [0, 1.7]}, "subtasks"),
+        ({"subtasks": [0, 1], "source_parallelism": -1}, "source_parallelism"),
+        ({"subtasks": [0, 1], "source_parallelism": 0}, "source_parallelism"),
+        ({"subtasks": [0, 1], "source_parallelism": 3}, "source_parallelism"),
+        ({"end_buckets": [2**64, 1]}, "end_buckets"),
+        ({"end_buckets": [1.5, 2.9]}, "end_buckets"),
+    ],
+)
+def test_topology_arguments_are_checked_naming_them(
+    arguments: dict[str, Any], parameter: str
+) -> None:
+    """Negative or too large indexes were a bare OverflowError, floats were truncated
+    and ``source_parallelism=0`` read as not given."""
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1))
+    with pytest.raises(InvalidParameterError) as err:
+        TimelineBuilder(strategy, 2, **arguments)
+    assert err.value.parameter == parameter
+    assert "  " not in str(err.value)  # one line, no runs of blanks

@@ -321,3 +321,45 @@ def test_the_engine_flags_late_firings_and_python_words_them() -> None:
     )
     out = op.process(b, {"position": [1], "watermark": [12]}).results
     assert out.column("timing").to_pylist() == ["on_time", "late"]
+
+
+@pytest.mark.parametrize(
+    ("key", "aggs", "parameter", "named"),
+    [
+        ("count", ["count"], "aggs", "'count'"),  # results had two count fields
+        ("timing", ["count"], "key", "'timing'"),  # a raw ArrowNotImplementedError
+        ("window_start", ["count"], "key", "'window_start'"),  # a raw KeyError
+        ("sum_v", [("sum", "v")], "aggs", "'sum_v'"),
+        ("trigger_time", ["count"], "key", "'trigger_time'"),
+        ("k", ["count", "count"], "aggs", "'count'"),
+    ],
+)
+def test_a_key_or_aggregate_named_like_a_result_column_is_refused_when_built(
+    key: str, aggs: list[Any], parameter: str, named: str
+) -> None:
+    """Refused before any record: the operator used to fire the windows and then fail
+    (or return a results table with two fields of one name)."""
+    with pytest.raises(InvalidParameterError) as err:
+        floodmark.WindowOperator(
+            floodmark.TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key=key,
+            event_time="ts",
+            aggs=aggs,
+        )
+    assert err.value.parameter == parameter and named in str(err.value)
+
+
+def test_result_columns_are_the_operators() -> None:
+    """The one list of result columns the checks use is the engine's schema."""
+    from floodmark.vocabulary import result_columns
+
+    op = floodmark.WindowOperator(
+        floodmark.TumblingEventTimeWindows.of(timedelta(seconds=1)),
+        key=["k", "j"],
+        event_time="ts",
+        aggs=["count", ("sum", "v"), ("max", "v")],
+        arrival="arr",
+    )
+    batch = pa.table({"k": [1], "j": [2], "ts": [5], "v": [3], "arr": [5]})
+    results = op.process(batch, {"position": [1], "watermark": [10_000]}).results
+    assert results.schema.names == result_columns(["k", "j"], ["count", "sum_v", "max_v"])

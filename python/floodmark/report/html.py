@@ -229,9 +229,11 @@ def watermark_sections(inputs: ReportInputs, folder: Path, *, few: int) -> list[
                 "arrival time. Colour: how far the partition's watermark trailed the "
                 "highest watermark among the active partitions at the end of the column "
                 "(seconds; the partition holding the combined watermark back trails the "
-                "most). Blue: idle (left out of the combined watermark). Grey: no "
-                "watermark yet. With many partitions each is a pixel row, and the 15 with "
-                "the most lag are drawn again above, one labelled row each.",
+                "most). Blue: idle (left out of the combined watermark). Purple: back "
+                "from idle behind the combined watermark, left out of it until it catches "
+                "up (its records meanwhile can be late). Grey: no watermark yet. With "
+                "many partitions each is a pixel row, and the 15 with the most lag are "
+                "drawn again above, one labelled row each.",
                 png,
                 data=(("lag.csv", inputs.lag),),
             )

@@ -20,10 +20,12 @@ from matplotlib.patches import Patch
 
 from floodmark.report.charts import IDLE_COLOUR, _empty, _save, as_written, step_line
 from floodmark.report.figures import downsample, seconds_between, seconds_per_tick, to_datetime
-from floodmark.report.partition_views import ACTIVE, IDLE, NONE, lag_matrix
+from floodmark.report.partition_views import ACTIVE, CATCHING_UP, IDLE, NONE, lag_matrix
 from floodmark.time import I64_MAX, I64_MIN
 
 NONE_COLOUR = "#e4e4e4"
+#: A partition back from idle, behind the combined watermark and left out of it.
+CATCHING_UP_COLOUR = "#8e44ad"
 LAG_CMAP = "YlOrRd"
 HOLD_COLOUR = "#c0392b"
 #: Pixel rows of the heatmap at most; more partitions are grouped (the worst lag shown).
@@ -50,16 +52,18 @@ def rank_by_lag(lag_ticks: np.ndarray) -> np.ndarray:
 
 
 def _group_rows(state: np.ndarray, lag: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows taken ``size`` at a time: the highest lag; active if any is, else idle if any
-    is, else none."""
+    """Rows taken ``size`` at a time: the highest lag; active if any is, else catching
+    up if any is, else idle if any is, else none."""
     rows = math.ceil(len(state) / size)
     pad = rows * size - len(state)
     state = np.concatenate([state, np.full((pad, state.shape[1]), -1, state.dtype)])
     lag = np.concatenate([lag, np.full((pad, lag.shape[1]), np.nan)])
     state = state.reshape(rows, size, -1)
     lag = lag.reshape(rows, size, -1)
-    grouped = np.where(
-        (state == ACTIVE).any(axis=1), ACTIVE, np.where((state == IDLE).any(axis=1), IDLE, NONE)
+    grouped = np.select(
+        [(state == s).any(axis=1) for s in (ACTIVE, CATCHING_UP, IDLE)],
+        [ACTIVE, CATCHING_UP, IDLE],
+        NONE,
     ).astype(np.int8)
     with np.errstate(invalid="ignore"):
         worst = np.where(
@@ -69,10 +73,11 @@ def _group_rows(state: np.ndarray, lag: np.ndarray, size: int) -> tuple[np.ndarr
 
 
 def _colours(state: np.ndarray, seconds: np.ndarray, norm: PowerNorm, cmap: Any) -> np.ndarray:
-    """RGBA pixels: the lag's colour where active, the idle and none colours elsewhere."""
+    """RGBA pixels: the lag's colour where active, the other states' colours elsewhere."""
     rgba = np.asarray(cmap(norm(np.nan_to_num(seconds, nan=0.0))))
     rgba[state == IDLE] = to_rgba(IDLE_COLOUR)
-    rgba[(state != IDLE) & (state != ACTIVE)] = to_rgba(NONE_COLOUR)
+    rgba[state == CATCHING_UP] = to_rgba(CATCHING_UP_COLOUR)
+    rgba[~np.isin(state, (IDLE, ACTIVE, CATCHING_UP))] = to_rgba(NONE_COLOUR)
     return rgba
 
 
@@ -102,7 +107,8 @@ def lag_heatmap(
 ) -> Path:
     """One row per partition, worst laggard on top, one column per bin of arrival time:
     the colour is how far the partition's watermark trailed the leading active
-    partition's; idle and "no watermark yet" have colours of their own.
+    partition's; idle, catching up (back from idle behind the combined watermark, left
+    out of it) and "no watermark yet" have colours of their own.
 
     With many partitions each is one pixel row (rows are grouped beyond
     ``max_pixel_rows``, each showing its group's worst lag) and only every few rows are
@@ -157,11 +163,12 @@ def lag_heatmap(
     ax.legend(
         handles=[
             Patch(color=IDLE_COLOUR, label="idle"),
+            Patch(color=CATCHING_UP_COLOUR, label="back from idle, catching up (left out)"),
             Patch(color=NONE_COLOUR, label="no watermark yet"),
         ],
         loc="lower right",
         bbox_to_anchor=(1.0, 1.0),
-        ncol=2,
+        ncol=3,
         fontsize=8,
         frameon=False,
     )

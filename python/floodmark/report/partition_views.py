@@ -28,14 +28,19 @@ emitted at or before ``end_k``.
   watermark") counts as none.
 * ``state``: ``idle`` when the partition's latest ``idle``/``active`` mark at or
   before ``end`` is ``idle`` (rows of one time keep their order in ``emissions``);
-  else ``none`` when ``watermark`` is null; else ``active``.
+  else ``none`` when ``watermark`` is null; else ``catching_up`` when ``watermark`` is
+  below the combined watermark at ``end`` (the timeline's last row at or before it):
+  a partition that came back from idle behind the others, which the valve leaves out
+  of the minimum until it reaches the combined watermark (Flink's unaligned channel;
+  its records meanwhile can be late); else ``active``.
 * ``lag``: for ``active`` rows only (null otherwise), how far the partition's watermark
   trails the *lead*: the highest ``watermark`` among the ``active`` partitions of the
   same bin. ``lag = lead - watermark >= 0`` (saturating at ``I64_MAX``).
 
   Why the lead and not the combined watermark: the combined watermark is the minimum
-  over the active partitions, so no active partition is behind it; the one that sets it
-  is the furthest behind the lead. Measured from the lead, the partition holding time
+  over the active partitions the valve counts, so no ``active`` partition is behind it
+  (one behind it is ``catching_up``); the one that sets it is the furthest behind the
+  lead. Measured from the lead, the partition holding time
   back has the largest lag (``lead - combined``), a partition keeping up has about
   zero, and an idle partition is its own state, not a lag. (The per-partition
   ``lag_median_s``/``lag_max_s`` of the report are this lag's median and maximum over
@@ -48,7 +53,8 @@ emitted at or before ``end_k``.
 * ``holding``: arrival ticks during which the timeline named it ``min_channel``: row
   ``i`` of the timeline counts ``time[i+1] - time[i]``, its last row ``last - time``;
   rows with a null ``min_channel`` (every channel idle) count for nobody.
-* ``stints``: how many separate runs of consecutive timeline rows named it.
+* ``stints``: how many separate runs of consecutive timeline rows named it, rows that
+  last no time (the next row, or ``last``, at the same time) left out.
 
 Every partition of ``emissions`` (and any other ``min_channel``) has a row, zero when it
 never held the combined watermark.
@@ -87,8 +93,8 @@ if TYPE_CHECKING:
 #: Bins of the lag table over the run's span.
 DEFAULT_BINS = 200
 
-STATES = ("none", "idle", "active")
-NONE, IDLE, ACTIVE = range(3)
+STATES = ("none", "idle", "active", "catching_up")
+NONE, IDLE, ACTIVE, CATCHING_UP = range(4)
 
 
 @dataclass(frozen=True)
@@ -154,8 +160,11 @@ def _index(values: pa.ChunkedArray | pa.Array, partitions: pa.Array) -> np.ndarr
     return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def lag_table(emissions: pa.Table, partitions: pa.Array, edges: np.ndarray) -> pa.Table:
-    """The lag table over the bins ``edges`` (see the module docstring)."""
+def lag_table(
+    emissions: pa.Table, partitions: pa.Array, edges: np.ndarray, timeline: pa.Table | None = None
+) -> pa.Table:
+    """The lag table over the bins ``edges`` (see the module docstring); without a
+    ``timeline`` no partition reads ``catching_up``."""
     n_part, n_bins = len(partitions), len(edges) - 1
     ends = edges[1:]
     chan = _index(emissions.column("channel"), partitions)
@@ -183,6 +192,8 @@ def lag_table(emissions: pa.Table, partitions: pa.Array, edges: np.ndarray) -> p
     mark_idle = np.append(idle[marks], False)  # rank -1 (no mark yet) reads as not idle
     state = np.where(wm == I64_MIN, NONE, ACTIVE).astype(np.int8)
     state[mark_idle[latest]] = IDLE
+    combined = combined_at(timeline, ends)
+    state[(state == ACTIVE) & (wm < combined[None, :])] = CATCHING_UP
     counted = state == ACTIVE
     lead = np.max(np.where(counted, wm, I64_MIN), axis=0, initial=I64_MIN)[None, :]
     with np.errstate(over="ignore"):
@@ -203,6 +214,20 @@ def lag_table(emissions: pa.Table, partitions: pa.Array, edges: np.ndarray) -> p
             "lag": pa.array(lag.ravel(), mask=~counted.ravel()),
         }
     )
+
+
+def combined_at(timeline: pa.Table | None, ends: np.ndarray) -> np.ndarray:
+    """The combined watermark at each of ``ends``: the timeline's last row at or before
+    it (``I64_MIN`` before the first, or without a timeline)."""
+    if timeline is None or timeline.num_rows == 0:
+        return np.full(len(ends), I64_MIN, np.int64)
+    times = _ints(timeline.column("time"))
+    wms = np.asarray(
+        timeline.column("watermark").fill_null(I64_MIN).to_numpy(zero_copy_only=False), np.int64
+    )
+    order = np.argsort(times, kind="stable")
+    at = np.searchsorted(times[order], ends, side="right") - 1
+    return np.where(at >= 0, wms[order][np.maximum(at, 0)], I64_MIN)
 
 
 def holding_table(timeline: pa.Table, partitions: pa.Array, last: int) -> pa.Table:
@@ -326,7 +351,7 @@ def partition_views(
         else holding_table(_no_timeline(partitions.type), partitions, last)
     )
     return PartitionViews(
-        lag=lag_table(emissions, partitions, edges),
+        lag=lag_table(emissions, partitions, edges, timeline),
         holding=holding,
         idle_spans=idle_span_table(emissions, partitions, last),
     )
@@ -427,6 +452,7 @@ __all__ = [
     "LagMatrix",
     "PartitionViews",
     "bin_edges",
+    "combined_at",
     "compact_emissions",
     "holding_table",
     "idle_span_table",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from floodmark.exceptions import SchemaError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import clashing, quote
+from floodmark.spark.columns import clashing, name_key, quote
 from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import (
     in_force_by_bucket,
@@ -30,6 +30,7 @@ from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration
+from floodmark.vocabulary import first_repeat
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,14 +41,24 @@ _CWM, _WM, _ARRIVAL = "__fm_channel_wm", "__fm_wm", "__fm_arrival"
 
 
 def check_added_names(df: DataFrame) -> None:
-    """No input column is named like one :func:`assign_watermarks` adds (before any
-    job)."""
+    """No input column is named like one :func:`assign_watermarks` adds, or like
+    another, the way the session compares names (before any job)."""
     clash = clashing(df, ADDED_COLUMNS)
     if clash:
         raise SchemaError(
             clash[0],
             f"the DataFrame already has a column {clash[0]!r}, and assign_watermarks adds "
             f"{', '.join(ADDED_COLUMNS)}; rename it first",
+        )
+    repeat = first_repeat(df.columns, name_key(df))
+    if repeat is not None:
+        first, name = repeat
+        same = repr(name) if first == name else f"{first!r} and {name!r}"
+        raise SchemaError(
+            name,
+            f"the DataFrame has two columns named {same} (the session compares names "
+            "ignoring case unless spark.sql.caseSensitive is true), and "
+            "assign_watermarks returns every column: rename or drop one first",
         )
 
 

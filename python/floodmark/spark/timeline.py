@@ -680,7 +680,11 @@ def on_executors(
     out = ordered.mapInArrow(task, packed_schema())
     if channel_watermarks:
         out = out.persist()
-    run = gather(plan, out.where(~only("buckets")).toArrow(), len(chosen))
+    try:
+        run = gather(plan, out.where(~only("buckets")).toArrow(), len(chosen))
+    except BaseException:  # the task's refusal (or Spark's failure): nothing stays cached
+        out.unpersist()
+        raise
     for j, parts in enumerate(run.emissions):  # compacted per chunk: once more, whole
         if parts:
             run.emissions[j] = compact_emissions(pa.Table.from_batches(parts), edges).to_batches()

@@ -48,7 +48,8 @@ def emissions(channels: int = 4, steps: int = 300) -> pa.Table:
 
 def timeline(steps: int = 300) -> pa.Table:
     times = [EPOCH + i * 200 for i in range(steps)]
-    wms = [MIN if i < 3 else t - 35_000 for i, t in enumerate(times)]
+    # The valve's minimum: channel 1's watermark (it lags 30 s), as emissions() has it.
+    wms = [MIN if i < 3 else t - 35_010 for i, t in enumerate(times)]
     holder = [1 if i < 250 else 3 for i in range(steps)]
     return pa.table(
         {

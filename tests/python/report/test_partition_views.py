@@ -74,6 +74,40 @@ def test_lag_table_exact() -> None:
     assert column(lag, "lag") == [0, 0, 10, 20, None, 0, None, None, None]
 
 
+def test_back_from_idle_behind_the_combined_watermark_is_catching_up() -> None:
+    """b goes idle at 10 and comes back at 20 with 105 while the combined watermark is
+    130: the valve leaves it out until it reaches 130 (at 30, with 135). Meanwhile it
+    is neither active (no active partition is behind the combined watermark) nor a lag
+    that would say it holds time back."""
+    em = emissions(
+        [
+            ("a", 0, "watermark", 100),
+            ("a", 10, "watermark", 110),
+            ("a", 20, "watermark", 130),
+            ("b", 0, "watermark", 100),
+            ("b", 10, "idle", None),
+            ("b", 20, "active", None),
+            ("b", 20, "watermark", 105),
+            ("b", 30, "watermark", 135),
+        ]
+    )
+    tl = pa.table(
+        {
+            "time": pa.array([0, 10, 20], pa.int64()),
+            "watermark": pa.array([100, 110, 130], pa.int64()),
+            "status": pa.array(["active"] * 3),
+            "min_channel": pa.array(["a", "a", "a"]),
+        }
+    )
+    lag = partition_views(tl, em, bins=3).lag
+    assert column(lag, "state") == ["active"] * 3 + ["idle", "catching_up", "active"]
+    assert column(lag, "lag") == [0, 0, 5, None, None, 0]
+    assert column(lag, "watermark") == [110, 130, 130, 100, 105, 135]
+    # Without the timeline there is no combined watermark to be behind.
+    alone = partition_views(None, em, bins=3).lag
+    assert column(alone, "state")[3:] == ["idle", "active", "active"]
+
+
 def test_no_watermark_yet_is_its_own_state() -> None:
     em = emissions([("a", 0, "watermark", I64_MIN), ("a", 10, "watermark", 7)])
     lag = partition_views(None, em, bins=2).lag

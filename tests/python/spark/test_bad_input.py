@@ -290,6 +290,19 @@ def test_a_column_assign_watermarks_adds_is_refused_before_any_job(small: Any) -
     assert jobs(small.sparkSession) == before
 
 
+def test_a_column_the_frame_has_twice_is_refused_before_any_job(small: Any) -> None:
+    """Frames made by joins can have ``x`` and ``X`` (one name to a session that ignores
+    case), or ``x`` twice: assign_watermarks returns every column, so Spark failed with
+    ``AMBIGUOUS_REFERENCE`` after the timeline's jobs had run."""
+    before = jobs(small.sparkSession)
+    for second in ("V", "v"):
+        twice = small.select("*", col("v").alias(second))
+        with pytest.raises(SchemaError, match="two columns named") as err:
+            assign_watermarks(twice, STRATEGY, **COLUMNS)
+        assert err.value.column == second and "'v'" in str(err.value)
+    assert jobs(small.sparkSession) == before
+
+
 @pytest.mark.parametrize("aggs", [["count", ("sum", "v")], ["count", ("mean", "d")]])
 def test_late_and_dropped_rows_carry_every_input_column(with_late: Any, aggs: list) -> None:
     """Flink's side output is the whole record: every input column, with its type and
@@ -424,6 +437,26 @@ def test_too_much_processing_time_lag_work_names_emit_interval_on_every_path(
 
 def persisted(spark: Any) -> int:
     return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+def test_a_refusal_in_the_builder_task_leaves_nothing_cached(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """assign_watermarks over a large bucket table caches the builder task's output for
+    the result; when the task reports a refusal, that cache was left behind."""
+    from floodmark.spark import timeline
+
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 2.0)
+    monkeypatch.setattr(timeline, "MAX_DRIVER_BUCKET_ROWS", 1)
+    far = (1 << 28) * 200
+    df = spark.createDataFrame(
+        [(0, 0, 0, "a", 1), (1, 0, 0, "a", 1), (0, far, far, "a", 1)], SCHEMA
+    )
+    lag = WatermarkStrategy.for_processing_time_lag(timedelta(seconds=1))
+    before = persisted(spark)
+    with pytest.raises(InvalidParameterError, match="processing-time-lag"):
+        assign_watermarks(df, lag, **COLUMNS)
+    assert persisted(spark) == before
 
 
 def test_the_row_ordered_input_is_released(spark: Any, small: Any) -> None:

@@ -4,6 +4,7 @@ outputs and reports, and user errors are one line with exit code 2."""
 from __future__ import annotations
 
 import csv
+import html
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,15 @@ def test_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     with (tmp_path / "report" / "lag.csv").open() as lag:
         states = Counter(row["state"] for row in csv.DictReader(lag))
     assert states["active"] > 0 and states["idle"] > 0, states
+    # The note on Spark's drops gives the lagging partition's own numbers.
+    with (tmp_path / "report" / "partitions.csv").open() as parts:
+        lagging = next(r for r in csv.DictReader(parts) if r["partition"] == "3")
+    page = html.unescape((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    assert (
+        f"Of the {int(lagging['records']):,} records of partition 3, which lags 30 s, Spark "
+        f"would drop {int(lagging['spark_dropped']):,}; floodmark's per-partition "
+        f"watermarks find {int(lagging['late']):,} late."
+    ) in page
     results = pq.read_table(tmp_path / "results")
     assert results.num_rows > 0
 

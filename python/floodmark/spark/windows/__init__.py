@@ -42,6 +42,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
+from floodmark.vocabulary import check_result_names, first_repeat
 from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:
@@ -301,45 +302,21 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
     """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
     Spark resolves names without regard to case by default, and a write fails on a
     repeated one): before any job. Late and dropped rows carry every input column."""
-    results = [
-        *plan.keys,
-        "window_start",
-        "window_end",
-        *[agg_name(a) for a in plan.aggs],
-        "watermark",
-        "timing",
-        "fired_at",
-        "trigger_time",  # the operator's names, before results_frame renames them
-        "trigger_position",
-    ]
+    check_result_names(plan.keys, [agg_name(a) for a in plan.aggs], key=key, extra=("fired_at",))
     for output, names in (
-        ("results", results),
         ("late", [*columns, "watermark"]),
         ("dropped", [*columns, "reason"]),
     ):
-        seen: dict[str, str] = {}
-        for name in names:
-            if key(name) in seen:
-                first = seen[key(name)]
-                same = repr(name) if first == name else f"{first!r} and {name!r}"
-                if output == "results":
-                    parameter = "aggs" if name in map(agg_name, plan.aggs) else "key"
-                    hint = (
-                        "a key or value column named like a column window_aggregate adds "
-                        "(window_start, window_end, watermark, timing, fired_at, the "
-                        "aggregates' names; trigger_time and trigger_position inside) must "
-                        "be renamed first, and an aggregate or key given only once"
-                    )
-                else:
-                    parameter = "df"
-                    hint = (
-                        "late and dropped rows carry every input column, plus watermark "
-                        "(late) or reason (dropped): rename or drop the input's column first"
-                    )
-                raise InvalidParameterError(
-                    parameter, f"the {output} output would have two columns named {same}; {hint}"
-                )
-            seen[key(name)] = name
+        repeat = first_repeat(names, key)
+        if repeat is not None:
+            first, name = repeat
+            same = repr(name) if first == name else f"{first!r} and {name!r}"
+            raise InvalidParameterError(
+                "df",
+                f"the {output} output would have two columns named {same}; late and dropped "
+                "rows carry every input column, plus watermark (late) or reason (dropped): "
+                "rename or drop the input's column first",
+            )
 
 
 __all__ = ["WindowedOutput", "make_window_plan", "results_frame", "window_aggregate"]
