@@ -141,8 +141,9 @@ def subtasks_of(
 #: the emission grid: a per-``(channel, bucket)`` summary drives them exactly.
 PERIODIC_KINDS = ("bounded_out_of_orderness", "processing_time_lag", "no_watermarks")
 #: The periodic strategies that emit at every grid time, records or not: each channel
-#: is called at every grid time (channels x grid calls, bounded per push by the core's
-#: ``MAX_EVERY_GRID_CALLS``), and its output stream has a row at each.
+#: is called at every grid time (channels x grid calls between two buckets with
+#: records bounded by the core's ``MAX_EVERY_GRID_CALLS``, 2^28), and its output
+#: stream has a row at each.
 EVERY_GRID_KINDS = ("processing_time_lag",)
 
 

@@ -710,14 +710,24 @@ impl TimelineBuilder {
             grid_time(r.bucket, self.interval)?;
             prev = Some(r.bucket);
         }
-        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
-            let from = self.ran_through.map_or(first.bucket, |k| k + 1);
-            self.check_work(from, last.bucket - 1)?;
+        if let Some(first) = rows.first() {
+            // The grid runs between consecutive buckets with records: the longest such
+            // stretch is what the bound applies to, so that how the input is cut into
+            // pushes (Arrow batches, chunks) never decides whether it is refused.
+            let mut from = self.ran_through.map_or(first.bucket, |k| k + 1);
+            for r in rows {
+                if r.bucket > from {
+                    self.check_work(from, r.bucket - 1)?;
+                    from = r.bucket;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Refuses a grid run that would call every channel at every grid point too often.
+    /// Refuses one grid run between two buckets with records (or up to an
+    /// [`Self::advance_to`]) that would call every channel at every grid point too
+    /// often.
     fn check_work(&self, from: i64, to: i64) -> Result<()> {
         let Source::Periodic {
             template, channels, ..
@@ -735,10 +745,11 @@ impl TimelineBuilder {
                 "emit_interval",
                 format!(
                     "a processing-time-lag watermark is emitted by every channel at every \
-                     grid time: {} channel(s) x {points} grid times of the arrival span is \
-                     more than {MAX_EVERY_GRID_CALLS} calls; give a larger emit_interval or \
-                     a shorter arrival span",
-                    channels.len()
+                     grid time: {} channel(s) x {points} grid times between two arrivals \
+                     (buckets {from} and {}) are more than {MAX_EVERY_GRID_CALLS} calls; \
+                     give a larger emit_interval, or look for an outlier arrival",
+                    channels.len(),
+                    i128::from(to) + 1
                 ),
             ));
         }
@@ -893,6 +904,7 @@ impl TimelineBuilder {
                 sub.touched.push(owner);
             }
             let Some(pos) = sub.slot[c] else {
+                due[c] = None; // released: never called again (restore refuses otherwise)
                 return Ok(());
             };
             for &e in scratch.iter() {
@@ -1176,11 +1188,14 @@ impl TimelineBuilder {
             None => b.combiner.valve().num_channels(),
         };
         let consistent = match &b.source {
-            Source::Periodic { channels, .. } => {
+            Source::Periodic { channels, due, .. } => {
                 channels.len() == n
                     && b.ends.as_ref().map_or(true, |e| e.len() == n)
                     && b.subtasks.as_ref().map_or(true, |sub| {
+                        // A split released from its multiplexer (its input ended) is
+                        // never called again: it has no call due.
                         sub.mux.len() == b.combiner.valve().num_channels()
+                            && (0..n).all(|c| sub.slot[c].is_some() || due[c].is_none())
                     })
             }
             Source::Emissions { pending } => {
@@ -1301,6 +1316,53 @@ mod tests {
             assert_eq!(tl, want);
             assert_eq!(in_parts, in_whole);
         }
+    }
+
+    #[test]
+    fn the_every_grid_bound_applies_between_buckets_with_records_however_they_are_cut() {
+        // Two channels: a stretch of 2^27 grid times between two arrivals is 2^28 calls
+        // (at the bound), one more grid time is over it. The whole span (three such
+        // stretches) is over the bound too, but it is no reason to refuse: pushed whole
+        // or in parts, the input is judged by its longest stretch.
+        let gen = Generator::new(BaseGenerator::processing_time_lag(5).unwrap());
+        let b = TimelineBuilder::new(gen, 2, 10).unwrap();
+        let k = 1_i64 << 27;
+        let spread = rows(&[(0, 0, 1), (1, k, 1), (0, 2 * k, 1), (1, 3 * k, 1)]);
+        assert!(b.check_rows(&spread).is_ok());
+        let gap = rows(&[(0, 0, 1), (1, 1, 1), (0, k + 2, 1)]);
+        let Err(Error::InvalidParameter { name, .. }) = b.check_rows(&gap) else {
+            panic!("a stretch over the bound is refused");
+        };
+        assert_eq!(name, "emit_interval");
+        // The stretch from the last bucket run counts too (a later push).
+        let mut later = b.clone();
+        later.ran_through = Some(9);
+        assert!(later.check_rows(&rows(&[(0, k + 10, 1)])).is_ok());
+        assert!(later.check_rows(&rows(&[(0, k + 11, 1)])).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_with_a_released_split_still_due_is_refused() {
+        // Channel 1's split released from its multiplexer (as when its input ends)
+        // while a call is still due: advancing would call it forever.
+        let gen = Generator::new(BaseGenerator::bounded(10).unwrap());
+        let mut b = TimelineBuilder::new(gen, 3, 10)
+            .unwrap()
+            .with_subtasks(vec![0, 0, 1], 2)
+            .unwrap()
+            .with_channel_ends(vec![5, 6, 100])
+            .unwrap();
+        let mut v = Vec::new();
+        b.push(&rows(&[(0, 0, 5), (1, 0, 6), (2, 3, 30)]), &mut v)
+            .unwrap();
+        assert!(TimelineBuilder::restore(&b.snapshot()).is_ok());
+        b.subtasks.as_mut().unwrap().slot[1] = None;
+        assert!(matches!(
+            TimelineBuilder::restore(&b.snapshot()),
+            Err(Error::Snapshot(_))
+        ));
+        // And the run itself never loops on such a split: its call is dropped.
+        b.advance_to(200).unwrap();
     }
 
     #[test]

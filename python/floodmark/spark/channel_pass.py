@@ -47,9 +47,8 @@ def takes(plan: WatermarkPlan, df: DataFrame) -> bool:
     ``source_parallelism``: there a record's channel watermark is its source subtask's
     (Flink's multiplexer over the subtask's partitions). Not for a generator that emits
     at every grid time (processing-time lag): each task's builder would call every
-    channel at every grid time (the timeline stage's work once per task), and the
-    core's bound on such calls per push would count every channel over the span a
-    task's batch covers, where the timeline stage's batches cover a fraction of it."""
+    channel at every grid time (the timeline stage's work once per task, over the
+    gaps between that task's own records, longer than the input's)."""
     return (
         plan.source_parallelism is None
         and plan.strategy.kind not in EVERY_GRID_KINDS

@@ -68,9 +68,9 @@ if TYPE_CHECKING:
 MAX_DRIVER_BUCKET_ROWS = 1 << 19
 
 #: The driver's builder takes a small table in chunks of this many rows, as a Spark
-#: task takes a large one (Spark's default ``arrow.maxRecordsPerBatch``): the core's
-#: bound on a processing-time lag's calls per chunk then refuses the same inputs on
-#: either path.
+#: task takes a large one (Spark's default ``arrow.maxRecordsPerBatch``). The core's
+#: bound on a processing-time lag's calls applies between two buckets with records,
+#: so how the rows are cut never decides whether an input is refused.
 DRIVER_CHUNK_ROWS = 10_000
 
 #: How many placeable records from the input's start :func:`reduces` reads to judge
