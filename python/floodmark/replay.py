@@ -79,9 +79,12 @@ def processing_order(
     ``is_nan`` first."""
     columns: dict[str, pa.ChunkedArray] = {}
     for i, c in enumerate(processing_order_of(arrival, channel, event_time, keys, ties)):
-        if pa.types.is_floating(table.schema.field(c).type):
-            columns[f"nan{i}"] = pc.is_nan(table[c])
-        columns[f"v{i}"] = table[c]
+        value, kind = table[c], table.schema.field(c).type
+        if pa.types.is_dictionary(kind):  # pandas' categorical: ordered by its values
+            value, kind = value.cast(kind.value_type), kind.value_type
+        if pa.types.is_floating(kind):
+            columns[f"nan{i}"] = pc.is_nan(value)
+        columns[f"v{i}"] = value
     keyed = pa.table(columns)
     try:  # pyarrow >= 25: null placement per key
         order = pc.sort_indices(keyed, sort_keys=[(c, "ascending", "at_start") for c in columns])

@@ -62,7 +62,10 @@ def in_emission_order(emissions: pa.Table) -> pa.Table:
 def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     """``(channels, index)``: the distinct channel values in the valve's order (sorted)
     and each value's index among them. At one time, channels reach the valve in this
-    order (the documented tie rule)."""
+    order (the documented tie rule). A dictionary (pandas' categorical) counts by its
+    values."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
     channels = pc.unique(values)
     channels = channels.take(pc.sort_indices(channels))
     index = pc.index_in(values, value_set=channels)
@@ -310,18 +313,9 @@ class TimelineBuilder:
         """Feeds channels' output streams (``channel`` index, ``time``, ``kind``,
         ``watermark`` columns, as :func:`floodmark.drive` emits them) in time order; the
         rows of one time reach the valve in channel order."""
-        if isinstance(emissions, pa.Table):
-            emissions = emissions.combine_chunks().to_batches() or [
-                pa.RecordBatch.from_pylist([], schema=emissions.schema)
-            ]
-            emissions = pa.concat_batches(emissions)
-        columns = {
-            "channel": to_int64_array(emissions.column("channel"), "channel"),
-            "time": to_int64_array(emissions.column("time"), "time"),
-            "kind": emissions.column("kind").cast(pa.string()),
-            "watermark": to_int64_array(emissions.column("watermark"), "watermark", nullable=True),
-        }
-        self._inner.push_emissions(pa.RecordBatch.from_pydict(columns))
+        from floodmark.valve import emission_batch
+
+        self._inner.push_emissions(emission_batch(emissions))
 
     def start_at(self, bucket: int) -> None:
         """Starts the emission grid at ``bucket`` before any row, as a first row in

@@ -29,6 +29,56 @@ def _check_channels(num_channels: object) -> int:
     return n
 
 
+def emission_batch(emissions: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
+    """Channels' output streams (``channel``, ``time``, ``kind``, ``watermark``) as the
+    engine's one record batch of them.
+
+    Raises:
+        InvalidParameterError: ``emissions`` is not a Table or RecordBatch.
+        InvalidInputError: a missing or mistyped column, or a table too large for one
+            record batch (a column over 2 GiB).
+    """
+    if isinstance(emissions, pa.Table):
+        batches = emissions.combine_chunks().to_batches()
+        if len(batches) > 1:  # a column over 2 GiB: its rows cannot be one batch
+            raise InvalidInputError(
+                "emissions",
+                "the table does not fit one record batch (a column over 2 GiB); "
+                "pass it in parts to TimelineBuilder.push_emissions",
+            )
+        emissions = (
+            batches[0]
+            if batches
+            else pa.RecordBatch.from_pylist(
+                [],
+                schema=pa.schema(
+                    [
+                        ("channel", pa.int64()),
+                        ("time", pa.int64()),
+                        ("kind", pa.string()),
+                        ("watermark", pa.int64()),
+                    ]
+                ),
+            )
+        )
+    if not isinstance(emissions, pa.RecordBatch):
+        raise InvalidParameterError(
+            "emissions",
+            f"expected a pyarrow Table or RecordBatch, got {type(emissions).__name__}",
+        )
+    cols = {}
+    for name in ("channel", "time", "kind", "watermark"):
+        if name not in emissions.schema.names:
+            raise InvalidInputError(name, "missing column")
+        col = emissions.column(name)
+        cols[name] = (
+            to_string_array(col, name)
+            if name == "kind"
+            else to_int64_array(col, name, nullable=name == "watermark")
+        )
+    return pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+
+
 def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.RecordBatch:
     """Combines per-channel output streams through Flink's ``StatusWatermarkValve``.
 
@@ -49,45 +99,7 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
         ChannelOutOfRangeError: a channel outside ``0..num_channels``.
     """
     n = _check_channels(num_channels)
-    if isinstance(emissions, pa.Table):
-        batches = emissions.combine_chunks().to_batches()
-        if len(batches) > 1:  # a column over 2 GiB: its rows cannot be one batch
-            raise InvalidInputError(
-                "emissions",
-                "the table does not fit one record batch (a column over 2 GiB); "
-                "merge it in parts with a TimelineBuilder (push_emissions)",
-            )
-        emissions = (
-            batches[0]
-            if batches
-            else pa.RecordBatch.from_pylist(
-                [],
-                schema=pa.schema(
-                    [
-                        ("channel", pa.int64()),
-                        ("time", pa.int64()),
-                        ("kind", pa.string()),
-                        ("watermark", pa.int64()),
-                    ]
-                ),
-            )
-        )
-    if not isinstance(emissions, pa.RecordBatch):
-        raise InvalidParameterError(
-            "emissions",
-            f"expected a pyarrow.RecordBatch, got {type(emissions).__name__}",
-        )
-    cols = {}
-    for name in ("channel", "time", "kind", "watermark"):
-        if name not in emissions.schema.names:
-            raise InvalidInputError(name, "missing column")
-        col = emissions.column(name)
-        cols[name] = (
-            to_string_array(col, name)
-            if name == "kind"
-            else to_int64_array(col, name, nullable=name == "watermark")
-        )
-    batch = pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+    batch = emission_batch(emissions)
     result: pa.RecordBatch = _core.combine(batch, n)
     return result
 

@@ -188,3 +188,39 @@ def test_a_timestamp_marker_is_read_in_the_event_time_unit() -> None:
     want = replay(ints, strategy, **kw)
     got = replay(stamps, strategy, **kw)
     assert got.timeline == want.timeline and got.timeline.num_rows > 0
+
+
+def test_a_categorical_channel_or_key_replays_as_its_values() -> None:
+    """pandas' categorical columns (Arrow dictionaries) failed the sort with a raw
+    ArrowTypeError; they replay as their values do."""
+    import pandas as pd
+
+    from floodmark import TumblingEventTimeWindows
+    from floodmark import WatermarkStrategy as WS
+
+    plain = pd.DataFrame(
+        {
+            "ts": [100, 95, 130, 20, 240, 210],
+            "at": [0, 200, 200, 400, 600, 600],
+            "ch": ["b", "a", "b", "a", "b", "a"],
+            "k": ["x", "y", "x", "x", "y", "x"],
+        }
+    )
+    categorical = plain.assign(ch=pd.Categorical(plain.ch), k=pd.Categorical(plain.k))
+
+    def run(frame: pd.DataFrame) -> Any:
+        return replay(
+            frame,
+            WS.for_bounded_out_of_orderness(10),
+            channel="ch",
+            arrival="at",
+            event_time="ts",
+            key="k",
+            window=TumblingEventTimeWindows.of(100),
+        )
+
+    want, got = run(plain), run(categorical)
+    assert got.results.num_rows > 0
+    for kind in ("results", "late", "dropped"):
+        a, b = getattr(want, kind), getattr(got, kind)
+        assert b.to_pydict() == a.to_pydict(), kind

@@ -168,3 +168,20 @@ def test_topology_arguments_are_checked_naming_them(
         TimelineBuilder(strategy, 2, **arguments)
     assert err.value.parameter == parameter
     assert "  " not in str(err.value)  # one line, no runs of blanks
+
+
+def test_emissions_pushed_are_checked_as_combine_checks_them() -> None:
+    """A missing column was a raw KeyError, a DataFrame an AttributeError."""
+    import pandas as pd
+    import pyarrow as pa
+
+    builder = TimelineBuilder.for_emissions(1)
+    no_kind = pa.table({"channel": [0], "time": [1], "watermark": [5]})
+    with pytest.raises(InvalidInputError) as err:
+        builder.push_emissions(no_kind)
+    assert err.value.column == "kind"
+    frame = pd.DataFrame({"channel": [0], "time": [1], "kind": ["watermark"], "watermark": [5]})
+    with pytest.raises(InvalidParameterError) as bad:
+        builder.push_emissions(frame)  # type: ignore[arg-type]
+    assert bad.value.parameter == "emissions"
+    builder.push_emissions(pa.Table.from_pandas(frame, preserve_index=False))

@@ -23,7 +23,8 @@ pub struct PyWatermarkOutput {
 impl PyWatermarkOutput {
     /// Emits a watermark of `ts` ticks (an int in the `i64` range).
     fn emit_watermark(&mut self, ts: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.emitted.push(Emission::Watermark(int64(ts, "ts")?));
+        self.emitted
+            .push(Emission::Watermark(int64(ts, "emit_watermark")?));
         Ok(())
     }
 

@@ -313,7 +313,7 @@ def test_a_user_generators_bad_watermark_is_floodmarks_error_not_a_worker_traceb
             channel="partition",
             arrival="arrival",
         )
-    assert err.value.parameter == "ts"
+    assert err.value.parameter == "emit_watermark"  # what the generator called
 
 
 def test_a_channels_records_tied_in_arrival_and_event_time_reach_it_in_marker_order(
