@@ -324,9 +324,9 @@ class TimelineBuilder:
         in force are then those of the whole input's builder.
 
         Raises:
-            InvalidParameterError: ``bucket`` is not an ``int64`` (naming it).
+            InvalidParameterError: ``bucket`` is not an ``int64``, or its grid time
+                leaves the ``int64`` range (naming it).
             IllegalStateError: rows came already (the grid has started).
-            InvalidInputError: the grid time leaves the ``int64`` range.
         """
         self._inner.start_at(check_int64(bucket, "bucket"))
 
@@ -336,7 +336,8 @@ class TimelineBuilder:
         live query's frontier. Before the first row it does nothing.
 
         Raises:
-            InvalidParameterError: ``bucket`` is not an ``int64`` (naming it).
+            InvalidParameterError: ``bucket`` is not an ``int64``, or its grid time
+                leaves the ``int64`` range (naming it).
         """
         self._inner.advance_to(check_int64(bucket, "bucket"))
 

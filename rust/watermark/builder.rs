@@ -760,14 +760,14 @@ impl TimelineBuilder {
     /// before the first row, or for a bucket already run).
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming `arrival` if the grid time leaves the `i64` range;
-    /// [`Error::InvalidParameter`] as in [`Self::push`].
+    /// [`Error::InvalidParameter`] naming `bucket` if the grid time leaves the `i64`
+    /// range, or as in [`Self::push`].
     pub fn advance_to(&mut self, bucket: i64) -> Result<()> {
         match self.source {
             Source::Periodic { .. } => {
                 if let Some(k) = self.ran_through {
                     if bucket > k {
-                        grid_time(bucket, self.interval)?;
+                        bucket_grid_time(bucket, self.interval)?;
                         self.check_work(k + 1, bucket)?;
                         self.run_until(bucket)?;
                     }
@@ -805,8 +805,8 @@ impl TimelineBuilder {
     ///
     /// # Errors
     /// [`Error::IllegalState`] once the grid has started, or for a builder of output
-    /// streams; [`Error::InvalidInput`] naming `arrival` if the grid time leaves the
-    /// `i64` range.
+    /// streams; [`Error::InvalidParameter`] naming `bucket` if the grid time leaves
+    /// the `i64` range.
     pub fn start_at(&mut self, bucket: i64) -> Result<()> {
         if !matches!(self.source, Source::Periodic { .. }) {
             return Err(Error::IllegalState(
@@ -818,7 +818,7 @@ impl TimelineBuilder {
                 "the grid has already started (it ran through bucket {k})"
             )));
         }
-        grid_time(bucket, self.interval)?;
+        bucket_grid_time(bucket, self.interval)?;
         self.start(bucket);
         Ok(())
     }
@@ -1246,6 +1246,20 @@ fn grid_time(bucket: i64, interval: i64) -> Result<i64> {
         "arrival times within two emission intervals of the 64-bit range's ends cannot \
          be placed on the emission grid",
     ))
+}
+
+/// [`grid_time`] of a bucket the caller named (`start_at`, `advance_to`): its error
+/// names the parameter, not the arrival column.
+fn bucket_grid_time(bucket: i64, interval: i64) -> Result<i64> {
+    grid_time(bucket, interval).map_err(|_| {
+        Error::param(
+            "bucket",
+            format!(
+                "grid time {bucket} x {interval} (the emit interval) is within two emission \
+                 intervals of the 64-bit range's ends"
+            ),
+        )
+    })
 }
 
 fn write_opt(w: &mut Writer, v: Option<i64>) {

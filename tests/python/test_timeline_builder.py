@@ -42,9 +42,9 @@ def test_start_at_is_refused_once_started_or_without_a_grid() -> None:
         b.start_at(0)
     with pytest.raises(IllegalStateError, match="no grid"):
         TimelineBuilder.for_emissions(1).start_at(0)
-    with pytest.raises(InvalidInputError) as err:
+    with pytest.raises(InvalidParameterError) as err:
         TimelineBuilder(LAG, 1, emit_interval=200).start_at(2**62)
-    assert err.value.column == "arrival"
+    assert err.value.parameter == "bucket"  # what the caller gave (not an arrival column)
 
 
 @pytest.mark.parametrize("value", [2**63, -(2**63) - 1, "7", 1.5, True, None])
@@ -59,6 +59,23 @@ def test_grid_arguments_that_are_not_int64s_are_refused_naming_them(
         getattr(b, method)(value)
     assert err.value.parameter == name
     assert b.ran_through is None  # nothing changed
+
+
+@pytest.mark.parametrize(
+    ("method", "bucket"),
+    [("start_at", 2**63 - 1), ("start_at", -(2**63)), ("advance_to", 2**63 - 1)],
+)
+def test_a_bucket_whose_grid_time_leaves_the_range_is_named(method: str, bucket: int) -> None:
+    """Named as the parameter given, not as an ``arrival`` column the caller never
+    passed; nothing changes. (An ``advance_to`` behind the grid does nothing.)"""
+    b = TimelineBuilder(LAG, 1, emit_interval=200)
+    if method == "advance_to":
+        b.push([0], [5], [5])
+    before = b.ran_through
+    with pytest.raises(InvalidParameterError) as err:
+        getattr(b, method)(bucket)
+    assert err.value.parameter == "bucket"
+    assert b.ran_through == before
 
 
 @pytest.mark.parametrize(
