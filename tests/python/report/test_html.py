@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import time
+import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -272,7 +273,7 @@ def test_partition_names_are_drawn_as_written_and_far_times_are_drawn(tmp_path: 
     failed matplotlib's date axis; both are drawn now, and the CSV keeps the time."""
     import pyarrow as pa
 
-    names = {0: "$\\foo$", 1: "cost $5 and $6", 2: "<b>&", 3: "plain"}
+    names = {0: "$\\foo$", 1: "cost $5 and $6", 2: "<b>&", 3: "分区"}
 
     def renamed(table: pa.Table, column: str) -> pa.Table:
         values = [names[v] for v in table[column].to_pylist()]
@@ -293,7 +294,9 @@ def test_partition_names_are_drawn_as_written_and_far_times_are_drawn(tmp_path: 
         emissions=emissions,
         partitions=renamed(base.partitions, "partition"),
     )
-    page = write_report(tmp_path, inputs, max_late=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph (CJK) warns nothing either
+        page = write_report(tmp_path, inputs, max_late=0.05)
     check_images(check_self_contained(page), CHARTS)
     assert "9999-12-31T23:59:59" in (tmp_path / "timeline.csv").read_text()
     assert "&lt;b&gt;&amp;" in page.read_text(encoding="utf-8")
