@@ -140,7 +140,7 @@ def render_page(inputs: ReportInputs, sections: list[Section], *, max_rows: int 
 def shown_partitions(parts: pa.Table, top: int) -> pa.Table:
     """The per-partition table as the page shows it: every row if there are at most
     ``top``, else the ``top`` with the most late (then dropped, then Spark-dropped)
-    records; then a row of totals over all partitions."""
+    records, then the largest lag; then a row of totals over all partitions."""
     rows = parts if parts.num_rows <= top else worst_first(parts).slice(0, top)
     rows = rows.set_column(0, "partition", rows.column(0).cast(pa.string()))
     total: dict[str, object] = {"partition": f"all {parts.num_rows:,}"}
@@ -309,7 +309,8 @@ def build_sections(
                 "Late and dropped records per partition",
                 (
                     f"The {top} partitions with the most late records (then dropped, then "
-                    f"Spark drops) of {parts.num_rows:,}, and the totals over all; every "
+                    f"Spark drops, then the largest lag) of {parts.num_rows:,}, and the "
+                    "totals over all; every "
                     "partition is in partitions.csv. "
                     if cut
                     else ""

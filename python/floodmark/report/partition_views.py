@@ -65,7 +65,8 @@ never held the combined watermark.
   ``active`` between counts once), ``end``: the time of the partition's next
   ``active`` mark, or ``last`` when none follows; ``open``: no ``active`` followed.
 
-Partitions are sorted by value in every table. The three tables are
+Partitions are sorted by value in every table (:func:`in_order`: integers written as
+text as numbers). The three tables are
 ``O(partitions x bins)``, ``O(partitions)`` and ``O(idle transitions)`` rows.
 
 **Compaction.** The tables read, of a partition's watermark emissions, only the last
@@ -78,6 +79,7 @@ pipeline compacts chunk by chunk where the emissions are too many for the driver
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -92,6 +94,9 @@ if TYPE_CHECKING:
 
 #: Bins of the lag table over the run's span.
 DEFAULT_BINS = 200
+
+#: An integer written as text.
+_INTEGER = re.compile(r"-?\d+\Z")
 
 STATES = ("none", "idle", "active", "catching_up")
 NONE, IDLE, ACTIVE, CATCHING_UP = range(4)
@@ -150,8 +155,24 @@ def partition_values(timeline: pa.Table | None, emissions: pa.Table | None) -> p
         return pa.array([], pa.int64())
     if len(parts) == 2 and parts[0].type != parts[1].type:
         parts[1] = parts[1].cast(parts[0].type)
-    values = pc.unique(pa.concat_arrays(parts))
-    return values.take(pc.sort_indices(values))
+    return in_order(pc.unique(pa.concat_arrays(parts)))
+
+
+def in_order(values: pa.Array) -> pa.Array:
+    """``values`` sorted as the report shows partitions: integers written as text (the
+    command line labels partitions as text) as numbers, 2 before 10, and before any
+    other text (``(null)``); other values by value."""
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return values.take(pc.sort_indices(values))
+    texts = values.to_pylist()
+
+    def key(i: int) -> tuple[int, int, str]:
+        text = texts[i]
+        if text is not None and _INTEGER.match(text):
+            return (0, int(text), "")
+        return (1, 0, "" if text is None else text)
+
+    return values.take(pa.array(sorted(range(len(texts)), key=key), pa.int64()))
 
 
 def _index(values: pa.ChunkedArray | pa.Array, partitions: pa.Array) -> np.ndarray:
@@ -395,7 +416,7 @@ class LagMatrix:
 def lag_matrix(lag: pa.Table) -> LagMatrix:
     """Pivot a lag table (in any row order, rows may be missing) into matrices."""
     parts = pc.unique(lag.column("partition").combine_chunks())
-    parts = parts.take(pc.sort_indices(parts))
+    parts = in_order(parts)
     row = _index(lag.column("partition"), parts)
     col = _ints(lag.column("bin"))
     n_bins = int(col.max()) + 1 if len(col) else 0
@@ -456,6 +477,7 @@ __all__ = [
     "compact_emissions",
     "holding_table",
     "idle_span_table",
+    "in_order",
     "lag_matrix",
     "lag_stats",
     "lag_table",

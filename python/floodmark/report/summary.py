@@ -113,9 +113,15 @@ def partition_table(inputs: ReportInputs) -> pa.Table | None:
     )
 
 
+#: The order of the partitions shown when not all fit: the most late records first,
+#: then dropped, then Spark drops, then the largest lag (so that a run with nothing
+#: late shows its laggards, not the first partitions).
+WORST_FIRST = ("late", "dropped", "spark_dropped", "lag_max_s")
+
+
 def worst_first(table: pa.Table) -> pa.Table:
-    """The rows by late, then dropped, then Spark drops, descending (stable)."""
-    keys = [c for c in ("late", "dropped", "spark_dropped") if c in table.column_names]
+    """The rows by :data:`WORST_FIRST`, descending (stable)."""
+    keys = [c for c in WORST_FIRST if c in table.column_names]
     if not keys:
         return table
     return table.take(pc.sort_indices(table, [(k, "descending") for k in keys]))
@@ -150,7 +156,10 @@ def render_summary(inputs: ReportInputs, *, max_partitions: int = 40) -> str:
         }
         cols = [c for c in names if c in table.column_names]
         if table.num_rows > max_partitions:
-            out.append(f"the {max_partitions} partitions with the most late records:")
+            out.append(
+                f"the {max_partitions} partitions with the most late records (then "
+                "dropped, spark drops, lag):"
+            )
             table = worst_first(table)
         renamed = table.select(cols).rename_columns([names[c] for c in cols])
         out.append(text_table(renamed, max_rows=max_partitions))

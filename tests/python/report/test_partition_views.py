@@ -214,3 +214,13 @@ def test_every_partition_has_every_bin(bins: int) -> None:
     views = partition_views(synthetic.many_timeline(16), synthetic.many_emissions(16), bins=bins)
     assert views.lag.num_rows == 16 * bins
     assert views.holding.num_rows == 16
+
+
+def test_partitions_labelled_as_text_are_in_number_order() -> None:
+    """The command line labels partitions as text; ``10`` came before ``2`` in every
+    CSV. Integers come in number order, other labels (``(null)``) after them."""
+    em = emissions([(c, 0, "watermark", 5) for c in ("10", "2", "(null)", "1")])
+    views = partition_views(None, em, bins=1)
+    assert column(views.lag, "partition") == ["1", "2", "10", "(null)"]
+    assert column(views.idle_spans, "partition") == []
+    assert column(views.holding, "partition") == ["1", "2", "10", "(null)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import synthetic
 
 from floodmark.report import ReportInputs
@@ -59,8 +60,26 @@ def test_grouped_firings_count_as_many_as_they_stand_for() -> None:
 def test_a_cut_summary_shows_the_worst_partitions() -> None:
     text = render_summary(synthetic.many_inputs(100), max_partitions=10)
     lines = text.splitlines()
-    at = lines.index("the 10 partitions with the most late records:")
+    at = lines.index(
+        "the 10 partitions with the most late records (then dropped, spark drops, lag):"
+    )
     first, second = lines[at + 3].split()[0], lines[at + 4].split()[0]
     assert (first, second) == (str(synthetic.IDLE), str(synthetic.LAGGING))
     assert "... 90 more rows" in text
     assert max(len(line) for line in lines) <= 80
+
+
+def test_with_nothing_late_the_cut_shows_the_laggards_first() -> None:
+    """It showed the first partitions, under a line saying they had the most late
+    records."""
+    from floodmark.report.summary import worst_first
+
+    parts = pa.table(
+        {
+            "partition": ["0", "1", "2", "3"],
+            "late": [0, 0, 0, 0],
+            "dropped": [0, 0, 0, 0],
+            "lag_max_s": [0.5, float("nan"), 30.2, 4.0],
+        }
+    )
+    assert worst_first(parts)["partition"].to_pylist() == ["2", "3", "0", "1"]
