@@ -162,9 +162,24 @@ def render_summary(inputs: ReportInputs, *, max_partitions: int = 40) -> str:
             )
             table = worst_first(table)
         renamed = table.select(cols).rename_columns([names[c] for c in cols])
+        if "partition" in renamed.column_names:
+            names_shown = [_short(label(v)) for v in renamed.column("partition").to_pylist()]
+            at = renamed.column_names.index("partition")
+            renamed = renamed.set_column(at, "partition", pa.array(names_shown, pa.string()))
         out.append(text_table(renamed, max_rows=max_partitions))
     out += [*(line for note in inputs.notes for line in _wrap(note, WIDTH))]
     return "\n".join(out).rstrip() + "\n"
+
+
+#: The widest partition name the summary's table shows: with the six number columns
+#: it fits 80 columns (the report's page and CSVs show every name whole).
+PARTITION_WIDTH = 16
+
+
+def _short(name: str) -> str:
+    """A partition name on one line, cut to :data:`PARTITION_WIDTH` (``...`` last)."""
+    line = " ".join(name.split())
+    return line if len(line) <= PARTITION_WIDTH else line[: PARTITION_WIDTH - 3] + "..."
 
 
 def _wrap(text: str, width: int) -> list[str]:

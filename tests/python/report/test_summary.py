@@ -83,3 +83,16 @@ def test_with_nothing_late_the_cut_shows_the_laggards_first() -> None:
         }
     )
     assert worst_first(parts)["partition"].to_pylist() == ["2", "3", "0", "1"]
+
+
+def test_a_long_or_multi_line_partition_name_keeps_the_summary_in_80_columns() -> None:
+    """The summary's table shows a name on one line, cut; the page and CSVs keep it."""
+    import dataclasses
+
+    base = synthetic.inputs()
+    long_name = "events-eu-west-1/topic-with-a-long-name\\nand a second line"
+    names = pa.array([long_name.replace("\\n", "\n"), "1", "2", "3"])
+    parts = base.partitions.set_column(0, "partition", names)  # type: ignore[union-attr]
+    text = render_summary(dataclasses.replace(base, partitions=parts))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "events-eu-wes..." in text
