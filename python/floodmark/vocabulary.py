@@ -60,6 +60,12 @@ def first_repeat(names: Iterable[str], key: Callable[[str], str] = str) -> tuple
     return None
 
 
+def named_twice(first: str, name: str) -> str:
+    """How an error names a repeat :func:`first_repeat` found: ``'x'``, or ``'x' and
+    'X'`` when the session's comparison made two spellings one."""
+    return repr(name) if first == name else f"{first!r} and {name!r}"
+
+
 def check_result_names(
     keys: Sequence[str],
     agg_names: Sequence[str],
@@ -76,7 +82,7 @@ def check_result_names(
     if repeat is None:
         return
     first, name = repeat
-    same = repr(name) if first == name else f"{first!r} and {name!r}"
+    same = named_twice(first, name)
     added = ", ".join([*RESULT_WINDOW, *RESULT_TAIL, *extra])
     raise InvalidParameterError(
         "aggs" if name in agg_names else "key",
@@ -128,6 +134,7 @@ __all__ = [
     "SAFE_PARAM",
     "check_result_names",
     "first_repeat",
+    "named_twice",
     "processing_order",
     "result_columns",
     "tie_values",

@@ -30,7 +30,7 @@ from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration
-from floodmark.vocabulary import first_repeat
+from floodmark.vocabulary import first_repeat, named_twice
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -53,7 +53,7 @@ def check_added_names(df: DataFrame) -> None:
     repeat = first_repeat(df.columns, name_key(df))
     if repeat is not None:
         first, name = repeat
-        same = repr(name) if first == name else f"{first!r} and {name!r}"
+        same = named_twice(first, name)
         raise SchemaError(
             name,
             f"the DataFrame has two columns named {same} (the session compares names "

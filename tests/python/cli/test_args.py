@@ -183,3 +183,21 @@ def test_a_spec_takes_the_inputs_spelling_and_two_keys_naming_one_column_are_ref
     twice = PipelineSpec("ts", "p", ("User", "user"), parse_window("tumbling:1s"))
     with pytest.raises(UsageError, match="--key User and --key user name one column, user"):
         twice.spelled({"ts": "ts", "p": "p", "User": "user", "user": "user"})
+
+
+def test_every_flag_a_library_error_is_spelled_as_is_a_flag_of_run() -> None:
+    """``FLAG_OF`` (library parameter -> flag, for the library's messages) names only
+    flags the parser has, each setting the parameter of that name (``--agg`` sets
+    ``aggs``): it cannot drift from the parser silently."""
+    from floodmark.cli.errors import FLAG_OF, as_flags
+    from floodmark.cli.parser import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run = commands.choices["run"]
+    for parameter, flag in FLAG_OF.items():
+        action = run._option_string_actions[flag]
+        assert action.dest in (parameter, parameter.removesuffix("s")), (parameter, flag)
+    assert as_flags("event_time= column 'k'; --key=k, monkey=2") == (
+        "--event-time column 'k'; --key=k, monkey=2"
+    )

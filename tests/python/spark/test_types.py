@@ -18,17 +18,13 @@ STRATEGY = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=1)).
 )
 
 
+def plain_stream(**shape: int) -> Any:
+    """A generated stream of few partitions, none of them lagging or quiet."""
+    return generate(StreamSpec(**shape, lagging_partition=None, quiet_partition=None))
+
+
 def test_string_channel_two_keys_seconds_unit(spark: Any) -> None:
-    t = generate(
-        StreamSpec(
-            rows=3_000,
-            partitions=3,
-            keys=4,
-            duration_ms=60_000,
-            lagging_partition=None,
-            quiet_partition=None,
-        )
-    )
+    t = plain_stream(rows=3_000, partitions=3, keys=4, duration_ms=60_000)
     # Whole seconds, declared as unit "s"; string channels; a second key column.
     secs = pa.table(
         {
@@ -123,16 +119,7 @@ def test_timestamp_ntz_windows_keep_the_type(spark: Any) -> None:
 
 
 def test_default_arrival_is_row_order(spark: Any) -> None:
-    t = generate(
-        StreamSpec(
-            rows=2_000,
-            partitions=2,
-            keys=3,
-            duration_ms=30_000,
-            lagging_partition=None,
-            quiet_partition=None,
-        )
-    )
+    t = plain_stream(rows=2_000, partitions=2, keys=3, duration_ms=30_000)
     df = spark.createDataFrame(t.drop(["arrival"]).sort_by("id")).coalesce(1)
     out = assign_watermarks(df, STRATEGY, event_time="event_time", channel="partition")
     got = out.toArrow().sort_by("id")

@@ -42,7 +42,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.vocabulary import check_result_names, first_repeat
+from floodmark.vocabulary import check_result_names, first_repeat, named_twice
 from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:
@@ -310,7 +310,7 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
         repeat = first_repeat(names, key)
         if repeat is not None:
             first, name = repeat
-            same = repr(name) if first == name else f"{first!r} and {name!r}"
+            same = named_twice(first, name)
             raise InvalidParameterError(
                 "df",
                 f"the {output} output would have two columns named {same}; late and dropped "
