@@ -71,8 +71,14 @@ class TimeColumn:
         bounded = F.when((ticks > F.lit(-(2**62) // per)) & (ticks < F.lit(2**62 // per)), ticks)
         if self.kind == "timestamp":
             return F.timestamp_micros(bounded if per == 1 else bounded * F.lit(per))
+        # whole days and the seconds left: ``make_dt_interval``'s seconds are a
+        # decimal(18, 6), which ends ~31,700 years from the epoch; days reach far beyond
+        # (decimal division: exact, as the ticks are a multiple of a day)
+        per_day = 86_400_000_000 // per
+        rest = F.pmod(bounded, F.lit(per_day))
+        days = (bounded - rest).cast("decimal(20,0)") / F.lit(per_day)
         return F.expr("make_timestamp_ntz(1970, 1, 1, 0, 0, 0)") + F.make_dt_interval(
-            secs=bounded.cast("decimal(30,0)") / F.lit(1_000_000 // per)
+            days=days.cast("int"), secs=rest.cast("decimal(20,0)") / F.lit(1_000_000 // per)
         )
 
 

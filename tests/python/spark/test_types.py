@@ -87,6 +87,28 @@ def test_timestamp_ntz_round_trips(spark: Any) -> None:
     assert last["watermark"] == t0 + timedelta(milliseconds=12_600 - 1000, microseconds=-1)
 
 
+def test_timestamp_ntz_watermark_far_from_the_epoch(spark: Any) -> None:
+    # A 40,000-year bound puts the watermark beyond the ~31,700 years that
+    # make_dt_interval's seconds (a decimal(18, 6)) reach: it failed with Spark's raw
+    # ArithmeticException. The value must equal the timestamp column's, in every unit.
+    t0 = datetime(2026, 3, 29, 0, 59, 58)
+    rows = [(0, t0 + timedelta(seconds=i), t0 + timedelta(seconds=i)) for i in range(5)]
+    far = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(days=365 * 40_000))
+    for unit in ("us", "ms", "s"):
+        got = {}
+        for kind in ("timestamp", "timestamp_ntz"):
+            df = spark.createDataFrame(rows, f"p int, ts {kind}, arr {kind}")
+            out = assign_watermarks(
+                df, far, event_time="ts", channel="p", arrival="arr", event_time_unit=unit
+            )
+            got[kind] = out.orderBy("arr").toArrow()["watermark"].cast(pa.int64()).to_pylist()
+        assert got["timestamp_ntz"] == got["timestamp"]
+        last = int((t0 + timedelta(seconds=3) - datetime(1970, 1, 1)) / timedelta(microseconds=1))
+        per = {"us": 1, "ms": 1_000, "s": 1_000_000}[unit]
+        bound = 365 * 40_000 * 86_400_000_000
+        assert got["timestamp"][-1] == last - bound - per, unit
+
+
 def test_timestamp_ntz_windows_keep_the_type(spark: Any) -> None:
     t0 = datetime(2026, 3, 29, 0, 59, 58)
     ms = timedelta(milliseconds=1)
