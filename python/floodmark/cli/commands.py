@@ -508,11 +508,15 @@ def demo(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def add_spark_drops(
-    inputs: ReportInputs, df: DataFrame, trigger_interval: timedelta = timedelta(seconds=10)
+    inputs: ReportInputs,
+    df: DataFrame,
+    trigger_interval: timedelta = timedelta(seconds=10),
+    no_data_batches: bool = True,
 ) -> None:
     """Add what Spark's own global watermark would drop from the demo's stream ``df``
     (``withWatermark`` of the demo's bound, the demo's windows, micro-batches of
-    ``trigger_interval`` of arrivals): a ``spark_dropped`` column per partition."""
+    ``trigger_interval`` of arrivals, a batch at an empty trigger when
+    ``no_data_batches``): a ``spark_dropped`` column per partition."""
     import pyarrow as pa
 
     from floodmark.spark.baseline import spark_global_watermark_late
@@ -525,6 +529,7 @@ def add_spark_drops(
         delay=DEMO_SPEC.bound,
         trigger_interval=trigger_interval,
         window_size=DEMO_SPEC.window.size,
+        no_data_batches=no_data_batches,
     ).toArrow()
     base = labelled(base, "channel")
     drops = dict(zip(base["channel"].to_pylist(), base["spark_dropped"].to_pylist(), strict=True))

@@ -336,7 +336,10 @@ def live_report(
         partitions=labelled(parts, "partition"),
         firings=firings,
     )
-    add_spark_drops(inputs, done, trigger_interval=timedelta(milliseconds=ROUND_MS))
+    # the live Spark query runs no batch without new records (see demo_live)
+    add_spark_drops(
+        inputs, done, trigger_interval=timedelta(milliseconds=ROUND_MS), no_data_batches=False
+    )
     total, kept = records.count(), done.count()
     done.unpersist()
     inputs.notes.append(

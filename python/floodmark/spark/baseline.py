@@ -4,16 +4,21 @@ Structured Streaming has one global watermark per query. The records are cut int
 micro-batches by arrival time (a processing-time trigger every ``trigger_interval``:
 batch ``i`` holds arrivals in ``[i * T, (i + 1) * T)``). At the end of each batch the
 watermark becomes the maximum event time seen so far minus the delay
-(``withWatermark(col, delay)``). Since Spark 3.4 a batch evicts state with the watermark
-computed at the end of the previous batch, but filters late *input* with the one before
-that (``eventTimeWatermarkForLateEvents``): for batch ``i``, the maximum event time over
-batches ``<= i - 2`` minus the delay. A windowed aggregation drops an input record
-whose window ended at or before that watermark; for a tumbling window of size ``S`` the
-end is ``floor(ts / S) * S + S``. This model matches a real Structured Streaming query:
-the same number of dropped rows in every partition
-(``tests/python/spark/test_conservation_and_errors.py``). Everything is
-native Spark: one aggregation per batch, a running maximum over the small batch table,
-and a broadcast join back.
+(``withWatermark(col, delay)``), both in whole milliseconds (the delay truncated), if
+that is higher: it starts at 0 (1970-01-01) and never goes back. Since Spark 3.4 a batch
+evicts state with the watermark computed at the end of the previous batch, but filters
+late *input* with the one before that (``eventTimeWatermarkForLateEvents``). A trigger
+that finds no new record still runs a batch when the watermark moved
+(``spark.sql.streaming.noDataMicroBatches.enabled``, on by default), so batch ``i``
+filters with the maximum event time over the batches ``<= i - 2`` minus the delay; with
+no-data batches off, over the batches that had records, up to two of those back. A
+windowed aggregation drops an input record whose window ended at or before that
+watermark; for a tumbling window of size ``S`` the end is ``floor(ts / S) * S + S``.
+This model matches real Structured Streaming queries, in every partition
+(``tests/python/spark/test_baseline.py``,
+``tests/python/spark/test_conservation_and_errors.py``). Everything is native Spark:
+one aggregation per batch, a running maximum over the small batch table, and a
+broadcast join back.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ def spark_global_watermark_late(
     window_size: timedelta = timedelta(seconds=10),
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
+    no_data_batches: bool = True,
 ) -> DataFrame:
     """Per channel, how many records Spark's global watermark would drop.
 
@@ -71,6 +77,9 @@ def spark_global_watermark_late(
         window_size: the tumbling window's size.
         event_time_unit: unit of an integer event-time column (default ``"ms"``).
         arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        no_data_batches: whether the query runs a batch at a trigger without new
+            records (``spark.sql.streaming.noDataMicroBatches.enabled``, Spark's
+            default): such a batch moves the watermark that filters the next one.
 
     Returns:
         ``channel``, ``records``, ``spark_dropped``, one row per channel value.
@@ -99,14 +108,22 @@ def spark_global_watermark_late(
         micros(ev).alias("ts"),
         floor_div(micros(arr), trigger).alias("batch"),
     )
-    running = Window.orderBy("batch").rowsBetween(Window.unboundedPreceding, -2)
+    # two batches back: by trigger (empty ones ran a batch) or by batch that had records
+    order = Window.orderBy("batch")
+    before = (
+        order.rangeBetween(Window.unboundedPreceding, -2)
+        if no_data_batches
+        else order.rowsBetween(Window.unboundedPreceding, -2)
+    )
+    seen_ms = floor_div(F.max("max_ts").over(before), 1_000)  # null before any
+    wm_ms = F.greatest(F.coalesce(seen_ms - F.lit(lag // 1_000), F.lit(0)), F.lit(0))
     batches = (
         rows.groupBy("batch")
         .agg(F.max("ts").alias("max_ts"))
-        .select("batch", (F.max("max_ts").over(running) - F.lit(lag)).alias("wm"))
+        .select("batch", (wm_ms * F.lit(1_000)).alias("wm"))
     )
     window_end = F.col("ts") - F.expr(f"pmod(ts, {size})") + F.lit(size)
-    dropped = F.col("wm").isNotNull() & (window_end <= F.col("wm"))
+    dropped = window_end <= F.col("wm")
     joined = rows.join(F.broadcast(batches), on="batch", how="left")
     return (
         joined.groupBy("channel")

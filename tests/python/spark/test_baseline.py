@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from floodmark.spark.baseline import spark_global_watermark_late
 
@@ -57,3 +62,145 @@ def test_global_watermark_drops_late_input_two_batches_behind(spark: Any) -> Non
         )
     }
     assert got == {0: (5, 1), 1: (3, 1)}
+
+
+#: One row: (partition, event time ms, arrival ms, key). Key -1 marks the flush record.
+Row = tuple[int, int, int, int]
+
+
+def real_spark_drops(
+    spark: Any, folder: Path, ticks: list[list[Row]], delay: str
+) -> tuple[dict[int, int], list[int]]:
+    """Per partition, the records a real Structured Streaming query drops: ``withWatermark``
+    then 10 s tumbling windows, one micro-batch per tick with records (a file each), as a
+    processing-time trigger that always finds new records runs them: back to back; at an
+    empty tick, the no-data batch Spark runs by default. Grouping by the record too makes
+    each dropped row one record. Also returns the rows each batch read, in batch order."""
+    from pyspark.sql import functions as F
+
+    src, staged = folder / "src", folder / "staged"
+    src.mkdir()
+    staged.mkdir()
+    names = ["partition", "event_time", "arrival", "key"]
+
+    def write(i: int, rows: list[Row]) -> Path:
+        table = pa.table(
+            {n: pa.array([r[j] for r in rows], pa.int64()) for j, n in enumerate(names)}
+        )
+        path = staged / f"tick-{i:04d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+        return path
+
+    stream = (
+        spark.readStream.schema(", ".join(f"{n} long" for n in names))
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .withColumn("ts", F.timestamp_millis("event_time"))
+        .withWatermark("ts", delay)
+        .groupBy(F.window("ts", "10 seconds"), "key", "partition", "event_time")
+        .count()
+    )
+    name = f"fm_base_{int(time.time() * 1000)}"
+    previous = spark.conf.get("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+    try:
+        query = (
+            stream.writeStream.outputMode("append")
+            .format("memory")
+            .queryName(name)
+            .option("checkpointLocation", str(folder / "ckpt"))
+            .start()
+        )
+
+        def done() -> dict[int, int]:  # rows read per batch id (idle reports repeat one)
+            return {p["batchId"]: p["numInputRows"] for p in query.recentProgress}
+
+        run: list[Path] = []
+        for i, rows in enumerate([*ticks, []]):
+            if rows:
+                run.append(write(i, rows))
+                continue
+            for path in run:  # a run of ticks with records: their batches back to back
+                path.rename(src / path.name)
+            run = []
+            query.processAllAvailable()
+            if i < len(ticks):  # an empty tick: wait for Spark's no-data batch
+                deadline = time.monotonic() + 60
+                while len(done()) <= i:
+                    assert time.monotonic() < deadline, "no no-data batch ran"
+                    time.sleep(0.1)
+        read = [n for _, n in sorted(done().items())]
+        query.stop()
+    finally:
+        spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", previous)
+    kept = spark.sql(f"select partition, count(*) as n from {name} where key >= 0 group by 1")
+    kept_per = {r["partition"]: r["n"] for r in kept.collect()}
+    rows = [r for tick in ticks for r in tick if r[3] >= 0]
+    return {
+        p: sum(r[0] == p for r in rows) - kept_per.get(p, 0) for p in {r[0] for r in rows}
+    }, read
+
+
+def model_drops(spark: Any, ticks: list[list[Row]], delay: timedelta) -> dict[int, int]:
+    rows = [r for tick in ticks for r in tick if r[3] >= 0]
+    table = pa.table(
+        {
+            "partition": pa.array([r[0] for r in rows], pa.int64()),
+            "event_time": pa.array([r[1] for r in rows], pa.int64()),
+            "arrival": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+    out = spark_global_watermark_late(
+        spark.createDataFrame(table),
+        event_time="event_time",
+        arrival="arrival",
+        channel="partition",
+        delay=delay,
+    ).toArrow()
+    return dict(zip(out["channel"].to_pylist(), out["spark_dropped"].to_pylist(), strict=True))
+
+
+#: The record that moves Spark's watermark past every window (not counted).
+FLUSH: list[Row] = [(0, 10_000_000, 10_000_000, -1)]
+
+
+@pytest.mark.parametrize(
+    ("ticks", "delay", "want"),
+    [
+        pytest.param(
+            # An empty tick: Spark's no-data batch moves the late filter's watermark to
+            # 25 - 2 s, and the next batch drops p1's 15 s (window ends 20 s <= 23 s). The
+            # model counted batches with records only, and kept it.
+            [[(0, 5_000, 1_000, 1)], [(0, 25_000, 11_000, 1)], [], [(1, 15_000, 31_000, 1)]],
+            "2 seconds",
+            {0: 0, 1: 1},
+            id="empty-trigger",
+        ),
+        pytest.param(
+            # Spark's watermark starts at 0 (1970) and never goes below: windows ending
+            # before it are dropped from the first batch on. The model kept all three.
+            [[(0, -15_000, 1_000, 1)], [(0, -14_000, 11_000, 1)], [(1, -16_000, 21_000, 1)]],
+            "2 seconds",
+            {0: 2, 1: 1},
+            id="before-1970",
+        ),
+        pytest.param(
+            # Whole milliseconds: 10.001 s - 1 ms (the 1.5 ms delay truncated) = 10 s,
+            # which ends p1's window [0, 10 s). The model took 10.001 - 1.5 ms and kept it.
+            [[(0, 10_001, 1_000, 1)], [(0, 10_002, 11_000, 1)], [(1, 9_000, 21_000, 1)]],
+            "1500 microseconds",
+            {0: 0, 1: 1},
+            id="sub-millisecond-delay",
+        ),
+    ],
+)
+def test_model_equals_a_real_query(
+    spark: Any, tmp_path: Path, ticks: list[list[Row]], delay: str, want: dict[int, int]
+) -> None:
+    real, read = real_spark_drops(spark, tmp_path, [*ticks, FLUSH], delay)
+    assert real == want
+    # one batch per tick, the empty one a no-data batch, none between the others
+    assert read[: len(ticks)] == [len(t) for t in ticks], read
+    amount, unit = delay.split()
+    assert model_drops(spark, ticks, timedelta(**{unit: int(amount)})) == want
