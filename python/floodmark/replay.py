@@ -64,6 +64,11 @@ class Replay:
     dropped: pa.Table
 
 
+#: Stand-ins for the arrival and the event time in the processing order (never a
+#: column name: the names are looked up in the table only for the other columns).
+_ARRIVAL_TICKS, _EVENT_TICKS = "\0arrival", "\0event_time"
+
+
 def processing_order(
     table: pa.Table,
     arrival: str,
@@ -71,15 +76,30 @@ def processing_order(
     event_time: str,
     keys: Sequence[str] = (),
     ties: Sequence[str] = (),
+    units: tuple[str, str] | None = None,
 ) -> pa.Table:
     """Sort by :func:`floodmark.vocabulary.processing_order`, as Spark sorts: the
     order of every stage (``ties``: the aggregated value columns, first/last's first,
-    :func:`floodmark.vocabulary.tie_values`). Nulls first; a float NaN after every
-    number, as Spark orders it (Arrow would put it before them), by sorting on
-    ``is_nan`` first."""
-    columns: dict[str, pa.ChunkedArray] = {}
-    for i, c in enumerate(processing_order_of(arrival, channel, event_time, keys, ties)):
-        value, kind = table[c], table.schema.field(c).type
+    :func:`floodmark.vocabulary.tie_values`). Given ``units`` (arrival's, event
+    time's), timestamp arrival and event times sort as ticks of them, as the Spark
+    stages read them: digits below the unit do not order the records. Nulls first; a
+    float NaN after every number, as Spark orders it (Arrow would put it before them),
+    by sorting on ``is_nan`` first."""
+    # the two time columns apart from the same columns as keys or values, as in Spark
+    arrival_unit, event_time_unit = units or (None, None)
+    times = {_ARRIVAL_TICKS: (arrival, arrival_unit), _EVENT_TICKS: (event_time, event_time_unit)}
+    columns: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for i, c in enumerate(processing_order_of(_ARRIVAL_TICKS, channel, _EVENT_TICKS, keys, ties)):
+        if c in times:
+            name, unit = times[c]
+            value = (
+                table[name]
+                if unit is None
+                else time_ticks(table[name].combine_chunks(), name, unit)
+            )
+        else:
+            value = table[c]
+        kind = value.type
         if pa.types.is_dictionary(kind):  # pandas' categorical: ordered by its values
             value, kind = value.cast(kind.value_type), kind.value_type
         if pa.types.is_floating(kind):
@@ -270,7 +290,13 @@ def replay(
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(aggs) if window is not None else []
     table = processing_order(
-        table.filter(valid_rows(table, ev, arrival, channel)), arrival, channel, ev, keys, ties
+        table.filter(valid_rows(table, ev, arrival, channel)),
+        arrival,
+        channel,
+        ev,
+        keys,
+        ties,
+        units=(arrival_unit, event_time_unit),
     )
     arr = time_column(table[arrival].combine_chunks(), arrival, arrival_unit).to_numpy()
     ts = time_column(table[ev].combine_chunks(), ev, event_time_unit).to_numpy()

@@ -147,6 +147,32 @@ def test_a_timestamp_event_time_is_read_in_its_unit_by_both_stages() -> None:
         replay(floats, **kw)
 
 
+def test_digits_below_the_unit_do_not_order_the_records() -> None:
+    """Timestamps read in whole milliseconds tie when they differ only in microseconds,
+    and tied records go in value order, as the Spark stages sort them: the result equals
+    the same records given as millisecond ticks. Sorting on the raw microseconds put
+    9.0 first (first 9.0, last 1.0)."""
+    us = pa.timestamp("us", tz="UTC")
+    stamps = pa.table(
+        {
+            "chan": [0, 0],
+            "arr": pa.array([5_100, 5_900], us),  # the same millisecond, 5
+            "ev": pa.array([1_900, 1_100], us),  # the same millisecond, 1
+            "k": ["k", "k"],
+            "v": [9.0, 1.0],
+        }
+    )
+    ticks = stamps.set_column(1, "arr", pa.array([5, 5])).set_column(2, "ev", pa.array([1, 1]))
+    aggs = ["count", ("first", "v"), ("last", "v")]
+    kw: dict[str, Any] = {"strategy": MONOTONOUS, "channel": "chan", "aggs": aggs}
+    kw |= {"window": TumblingEventTimeWindows.of(1_000), "key": "k", "arrival": "arr"}
+    units = {"event_time_unit": "ms", "arrival_unit": "ms"}
+    want = replay(ticks, event_time="ev", **kw).results.select(["count", "first_v", "last_v"])
+    got = replay(stamps, event_time="ev", **kw, **units).results
+    assert got.select(["count", "first_v", "last_v"]) == want
+    assert want.to_pylist() == [{"count": 2, "first_v": 1.0, "last_v": 9.0}]
+
+
 def test_a_missing_column_is_named_and_pandas_and_numpy_inputs_are_read() -> None:
     import numpy as np
 
