@@ -403,20 +403,26 @@ def check_column_types(recorded: dict[str, str] | None, batch: DataFrame, state:
     differs from the one ``recorded`` with the state in location ``state`` (its rows held
     back and its operators' snapshots are in those types). A column added or removed
     since is not refused (held-back rows read it as null, or leave it out), nor a
-    struct, array or map column (the Parquet reader evolves nested fields), nor a state
-    that recorded no types (None: written before floodmark recorded them)."""
+    struct, array or map column that stays one (the Parquet reader evolves nested
+    fields; a struct that became a string, say, it cannot read), nor a state that
+    recorded no types (None: written before floodmark recorded them)."""
     if recorded is None:
         return
-    nested = ("struct<", "array<", "map<")
     for name, now in column_types(batch).items():
         then = recorded.get(name)
-        if then is None or then == now or then.startswith(nested) or now.startswith(nested):
+        if then is None or then == now or nested_kind(then) == nested_kind(now) is not None:
             continue
         raise StateError(
             f"the column {name!r} is {now}, but it was {then} when the state in {state} "
             "was written: the rows held back and the windows kept are in the old type; "
             f"restore the column's type, or {NEW_QUERY}. Nothing was written"
         )
+
+
+def nested_kind(spark_type: str) -> str | None:
+    """``struct``, ``array`` or ``map`` for a nested type (its simple string), else None."""
+    kind = spark_type.split("<", 1)[0]
+    return kind if kind != spark_type and kind in ("struct", "array", "map") else None
 
 
 def pending_rows(
