@@ -37,13 +37,18 @@ FLAG_OF = {
     "emit_interval": "--emit-interval",
     "event_time_unit": "--event-time-unit",
     "arrival_unit": "--arrival-unit",
+    "bounds": "--bounds",
+    "idle_timeouts": "--idle",
 }
 _PARAMETER = re.compile(r"(?<![\w-])(" + "|".join(FLAG_OF) + r")=")
+_QUOTED = re.compile(r"`(" + "|".join(FLAG_OF) + r")`")
 
 
 def as_flags(message: str) -> str:
-    """A library error's message with the parameters it names (``event_time=``) spelled
-    as the flags that set them (``--event-time``)."""
+    """A library error's message with the parameters it names (``event_time=``, or
+    ```bounds``` as :class:`floodmark.exceptions.InvalidParameterError` quotes them)
+    spelled as the flags that set them (``--event-time``, ```--bounds```)."""
+    message = _QUOTED.sub(lambda m: f"`{FLAG_OF[m.group(1)]}`", message)
     return _PARAMETER.sub(lambda m: FLAG_OF[m.group(1)], message)
 
 

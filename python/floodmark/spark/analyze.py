@@ -282,17 +282,15 @@ def listed(values: object, parameter: str) -> list[Any]:
 
 
 def reported(ticks: Sequence[int | None], per_second: int, parameter: str) -> list[Any]:
-    """Durations as the report gives them (None stays None), checked before any job."""
-    try:
-        return [None if t is None else seconds(t / per_second) for t in ticks]
-    except OverflowError:
+    """Durations as the report gives them, in whole microseconds (its Arrow type; None
+    stays None), checked before any job: a value beyond ``int64`` microseconds (about
+    292,000 years) is refused naming ``parameter``."""
+    micros = [None if t is None else t * 1_000_000 // per_second for t in ticks]
+    if any(m is not None and abs(m) >= 2**63 for m in micros):
         raise InvalidParameterError(
-            parameter, "a value too large to report as a timedelta"
-        ) from None
-
-
-def seconds(value: float) -> timedelta:
-    return timedelta(seconds=value)
+            parameter, "a value too large to report (over 2^63 microseconds, ~292,000 years)"
+        )
+    return [None if m is None else timedelta(microseconds=m) for m in micros]
 
 
 __all__ = ["analyze_bounds", "nearest_rank", "window_grid"]

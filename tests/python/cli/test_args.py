@@ -194,10 +194,13 @@ def test_every_flag_a_library_error_is_spelled_as_is_a_flag_of_run() -> None:
 
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    run = commands.choices["run"]
+    run, analyze = commands.choices["run"], commands.choices["analyze"]
     for parameter, flag in FLAG_OF.items():
-        action = run._option_string_actions[flag]
-        assert action.dest in (parameter, parameter.removesuffix("s")), (parameter, flag)
+        action = (run._option_string_actions | analyze._option_string_actions)[flag]
+        assert action.dest in (parameter, parameter.removesuffix("s"), parameter.split("_")[0])
     assert as_flags("event_time= column 'k'; --key=k, monkey=2") == (
         "--event-time column 'k'; --key=k, monkey=2"
+    )
+    assert as_flags("invalid parameter `idle_timeouts`: big; `bounds_x`") == (
+        "invalid parameter `--idle`: big; `bounds_x`"
     )

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from spark_helpers import jobs
 
@@ -162,3 +163,22 @@ def test_candidates_equal_in_ticks_are_one_row(df: Any) -> None:
         **kw,
     )
     assert got == want
+
+
+def test_a_bound_or_timeout_too_large_to_report_is_refused_before_any_job(df: Any) -> None:
+    """A bound under 2^62 milliseconds but beyond 2^63 microseconds (the report's
+    durations) ran every job and then failed with Arrow's ``Timedelta too large``;
+    refused naming the parameter, before any job. Just under it, a bound is reported
+    exactly (to the microsecond)."""
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    kw = {**COLS, "key": "key", "window": window}
+    spark = df.sparkSession
+    before = jobs(spark)
+    for parameter, value in (("bounds", [timedelta(days=200_000_000)]), ("idle_timeouts", [2**62])):
+        with pytest.raises(InvalidParameterError, match="too large to report") as err:
+            analyze_bounds(df, **{"bounds": BOUNDS, parameter: value, **kw})
+        assert err.value.parameter == parameter
+    assert jobs(spark) == before
+    big = 2**63 // 1_000 - 1  # milliseconds: the largest that fits in microseconds
+    table = analyze_bounds(df, bounds=[big], **kw)
+    assert table["bound"].cast(pa.int64()).to_pylist() == [big * 1_000]
