@@ -92,6 +92,55 @@ def check_result_names(
     )
 
 
+#: An aggregate as given: ``"count"`` or a ``(function, column)`` pair.
+Agg = str | tuple[str, str]
+
+
+def parse_aggs(aggs: object) -> list[Agg]:
+    """The aggregate list checked, each layer's one reading of it: ``"count"`` or
+    ``(function, column)`` pairs (a tuple or a list), ``"count"`` alone for
+    ``["count"]``; as ``"count"`` and tuples.
+
+    Raises:
+        InvalidParameterError: naming ``aggs``.
+    """
+    if isinstance(aggs, str):
+        aggs = [aggs]
+    if isinstance(aggs, tuple) and len(aggs) == 2 and aggs[0] in AGG_FUNCTIONS:
+        raise InvalidParameterError(
+            "aggs", f"give a list of aggregates: [{aggs!r}] for the one pair {aggs!r}"
+        )
+    if not isinstance(aggs, Iterable):
+        raise InvalidParameterError(
+            "aggs", f"expected a list of aggregates, e.g. ['count'], got {aggs!r}"
+        )
+    out: list[Agg] = []
+    for agg in aggs:
+        if agg == "count":
+            out.append("count")
+        elif (
+            isinstance(agg, (tuple, list))
+            and len(agg) == 2
+            and agg[0] in AGG_FUNCTIONS
+            and isinstance(agg[1], str)
+        ):
+            out.append((str(agg[0]), str(agg[1])))
+        else:
+            raise InvalidParameterError(
+                "aggs",
+                f"{agg!r} is not an aggregate; use 'count' or a (function, column) pair "
+                f"with function one of {', '.join(AGG_FUNCTIONS)}",
+            )
+    if not out:
+        raise InvalidParameterError("aggs", "give at least one aggregate")
+    return out
+
+
+def agg_name(agg: Agg) -> str:
+    """An aggregate's result column: ``count``, or ``<function>_<column>``."""
+    return "count" if isinstance(agg, str) else f"{agg[0]}_{agg[1]}"
+
+
 def tie_values(aggs: Sequence[str | tuple[str, str]]) -> list[str]:
     """The value columns that order records tied in everything else, each once: those
     of the ``first``/``last`` aggregates (which value is first or last), then every
@@ -132,9 +181,12 @@ __all__ = [
     "RESULT_WINDOW",
     "SAFE",
     "SAFE_PARAM",
+    "Agg",
+    "agg_name",
     "check_result_names",
     "first_repeat",
     "named_twice",
+    "parse_aggs",
     "processing_order",
     "result_columns",
     "tie_values",

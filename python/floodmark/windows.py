@@ -40,12 +40,11 @@ from floodmark.exceptions import (
     SnapshotError,
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
-from floodmark.vocabulary import AGG_FUNCTIONS, check_result_names
+from floodmark.vocabulary import Agg, agg_name, check_result_names, parse_aggs
 
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
 #: fired again by a late record within the allowed lateness.
 ON_TIME, LATE = "on_time", "late"
-Agg = str | tuple[str, str]
 BatchLike = Any  # pyarrow.RecordBatch | pyarrow.Table | pandas.DataFrame
 
 _Params = tuple[str, int, int, int, int]
@@ -205,36 +204,14 @@ class WindowOutput(NamedTuple):
 
 
 def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | None]], list[str]]:
-    if isinstance(aggs, str):
-        aggs = [aggs]
-    value_names: list[str] = []
-    specs: list[tuple[str, int | None]] = []
-    names: list[str] = []
-    for agg in aggs:
-        if agg == "count":
-            specs.append(("count", None))
-            names.append("count")
-            continue
-        if (
-            not isinstance(agg, tuple)
-            or len(agg) != 2
-            or agg[0] not in AGG_FUNCTIONS
-            or not isinstance(agg[1], str)
-        ):
-            raise InvalidParameterError(
-                "aggs",
-                f"{agg!r} is not 'count' or (fn, column) with fn in {', '.join(AGG_FUNCTIONS)}",
-            )
-        fn, column = agg
-        if column not in value_names:
-            value_names.append(column)
-        specs.append((fn, value_names.index(column)))
-        names.append(f"{fn}_{column}")
-    if not specs:
-        raise InvalidParameterError("aggs", "at least one aggregate is needed")
-    if len(set(names)) != len(names):
-        raise InvalidParameterError("aggs", f"duplicate aggregates {names}")
-    return value_names, specs, names
+    """The value columns, the engine's ``(function, value index)`` specs and the result
+    names of the aggregate list (:func:`floodmark.vocabulary.parse_aggs` checks it)."""
+    parsed = parse_aggs(aggs)
+    value_names = list(dict.fromkeys(a[1] for a in parsed if not isinstance(a, str)))
+    specs: list[tuple[str, int | None]] = [
+        ("count", None) if isinstance(a, str) else (a[0], value_names.index(a[1])) for a in parsed
+    ]
+    return value_names, specs, [agg_name(a) for a in parsed]
 
 
 def _combined(table: pa.Table) -> pa.Table:

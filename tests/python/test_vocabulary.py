@@ -104,3 +104,28 @@ def test_no_module_writes_the_vocabulary_again() -> None:
         if {"sum", "mean", "first", "last"} <= set(aggs):
             found.append((path.name, "the aggregate list"))
     assert found == []
+
+
+def test_one_reading_of_the_aggregate_list() -> None:
+    """Every layer reads ``aggs`` with ``parse_aggs``: the in-process operator and the
+    Spark functions accept and refuse the same lists, with the same words."""
+    assert vocabulary.parse_aggs("count") == ["count"]
+    assert vocabulary.parse_aggs(iter(["count", ["sum", "v"]])) == ["count", ("sum", "v")]
+    assert [vocabulary.agg_name(a) for a in vocabulary.parse_aggs([("mean", "v")])] == ["mean_v"]
+    refused = {
+        ("sum", "v"): r"give a list of aggregates: \[\('sum', 'v'\)\] for the one pair",
+        None: r"expected a list of aggregates",
+        (): r"give at least one aggregate",
+        ("avg", "v"): r"'avg' is not an aggregate; use 'count' or a \(function, column\)",
+        (("sum", 1),): r"\('sum', 1\) is not an aggregate",
+    }
+    for aggs, message in refused.items():
+        for parse in (
+            vocabulary.parse_aggs,
+            lambda a: WindowOperator(
+                TumblingEventTimeWindows.of(10), key="k", event_time="ts", aggs=a
+            ),
+        ):
+            with pytest.raises(InvalidParameterError, match=message) as err:
+                parse(aggs)
+            assert err.value.parameter == "aggs"

@@ -244,6 +244,31 @@ def test_a_source_without_the_columns_is_refused(
     assert not (tmp_path / "state").exists()
 
 
+def test_aggregates_and_keys_given_as_one_shot_iterables_serve_every_batch(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """The handler reads ``aggs`` and ``key`` once: given as generators they passed
+    ``check()`` and the first batch failed with "give at least one aggregate". A bad
+    list is refused when the handler is made."""
+    source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
+    schema = spark.createDataFrame(stream).schema
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    handler = StreamingWindows(
+        STRATEGY,
+        window,
+        key=iter(["key"]),
+        **COLUMNS,
+        aggs=(a for a in ["count", ("sum", "value")]),
+        state_location=str(tmp_path / "state"),
+        outputs=ParquetOutputs(str(tmp_path / "out")),
+    )
+    handler.check(spark.readStream.schema(schema).parquet(str(source)))
+    run_query(spark, source, schema, handler, tmp_path / "ck")
+    assert [p["results"] > 0 for p in handler.progress] == [True, True]
+    with pytest.raises(InvalidParameterError, match=r"give a list of aggregates: \[\('sum'"):
+        windows_handler(tmp_path, window, timedelta(0), ("sum", "value"))
+
+
 @pytest.mark.parametrize("change", [{"timeline": True}, {"emissions": True}, {"path": "native"}])
 def test_a_changed_window_output_option_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path, change: dict[str, Any]

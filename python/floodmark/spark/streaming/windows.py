@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.batches import runs
-from floodmark.spark.columns import quote
+from floodmark.spark.columns import column_names, quote
 from floodmark.spark.executors import floodmark_on_executors, require_floodmark
 from floodmark.spark.late import element_late
 from floodmark.spark.packed import (
@@ -77,6 +77,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration
+from floodmark.vocabulary import parse_aggs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -274,7 +275,8 @@ class StreamingWindows(BatchHandler):
 
         self.timeline = flag(timeline, "timeline")
 
-        self.window, self.key, self.aggs = window, key, aggs
+        # parsed once (a one-shot iterable would be empty at the next batch's plan)
+        self.window, self.key, self.aggs = window, column_names(key, "key"), parse_aggs(aggs)
         self.allowed_lateness = allowed_lateness
         self.key_groups = positive_int(key_groups, "key_groups")
         self.num_partitions = (

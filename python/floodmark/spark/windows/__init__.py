@@ -32,7 +32,7 @@ from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.spark.windows.keyed import keyed_outputs
 from floodmark.spark.windows.native import candidate, late_probe, native_outputs
-from floodmark.spark.windows.plan import REFIRE, WindowPlan, agg_name, parse_aggs
+from floodmark.spark.windows.plan import REFIRE, WindowPlan
 from floodmark.spark.windows.side_outputs import (
     dropped_candidates,
     errors_frame,
@@ -42,7 +42,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.vocabulary import check_result_names, first_repeat, named_twice
+from floodmark.vocabulary import agg_name, check_result_names, first_repeat, named_twice, parse_aggs
 from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:

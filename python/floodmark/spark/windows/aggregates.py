@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from floodmark.spark.columns import quote
-from floodmark.spark.windows.plan import WindowPlan, agg_name
-from floodmark.vocabulary import PICKS
+from floodmark.spark.windows.plan import WindowPlan
+from floodmark.vocabulary import PICKS, agg_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -25,7 +25,8 @@ from floodmark.spark.columns import quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.plan import valid_rows
-from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan, agg_name
+from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
+from floodmark.vocabulary import agg_name
 from floodmark.windows import WindowOperator
 
 if TYPE_CHECKING:

@@ -3,44 +3,14 @@ assigner and lateness, and the names of the columns the stage adds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.plan import WatermarkPlan
-from floodmark.vocabulary import AGG_FUNCTIONS, processing_order, tie_values
+from floodmark.vocabulary import processing_order, tie_values
 
 TS, ARRIVAL, REFIRE = "__fm_ts", "__fm_arrival", "__fm_refire"
-
-
-def parse_aggs(aggs: Sequence[str | tuple[str, str]]) -> list[str | tuple[str, str]]:
-    """Check the aggregate list: ``"count"`` or ``(function, column)`` pairs."""
-    out: list[str | tuple[str, str]] = []
-    if isinstance(aggs, str):
-        aggs = [aggs]
-    if not isinstance(aggs, Iterable):
-        raise InvalidParameterError(
-            "aggs", f"expected a list of aggregates, e.g. ['count'], got {aggs!r}"
-        )
-    for agg in aggs:
-        if agg == "count":
-            out.append("count")
-        elif isinstance(agg, (tuple, list)) and len(agg) == 2 and agg[0] in AGG_FUNCTIONS:
-            out.append((str(agg[0]), str(agg[1])))
-        else:
-            raise InvalidParameterError(
-                "aggs",
-                f"{agg!r} is not an aggregate; use 'count' or a "
-                f"(function, column) pair with function one of {', '.join(AGG_FUNCTIONS)}",
-            )
-    if not out:
-        raise InvalidParameterError("aggs", "give at least one aggregate")
-    return out
-
-
-def agg_name(agg: str | tuple[str, str]) -> str:
-    return "count" if isinstance(agg, str) else f"{agg[0]}_{agg[1]}"
 
 
 @dataclass(frozen=True)
@@ -80,4 +50,4 @@ class WindowPlan:
         return [*self.keys, TS, ARRIVAL, *chan, *vals]
 
 
-__all__ = ["ARRIVAL", "REFIRE", "TS", "WindowPlan", "agg_name", "parse_aggs"]
+__all__ = ["ARRIVAL", "REFIRE", "TS", "WindowPlan"]
