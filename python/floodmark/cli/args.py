@@ -206,6 +206,24 @@ def parse_fraction(text: str) -> float:
     return value
 
 
+#: The Spark master URLs ``spark-submit`` takes (a wrong one made the JVM print a stack
+#: trace and PySpark say only that its gateway exited).
+_MASTER = re.compile(
+    r"local(\[(\*|[1-9]\d*)(\s*,\s*\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+    r"|(spark|k8s)://.+|yarn"
+)
+
+
+def parse_master(text: str) -> str:
+    """Check a Spark master URL before Spark starts."""
+    if not _MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Spark master; give local, local[N], local[*], "
+            "spark://HOST:PORT, k8s://HOST:PORT or yarn"
+        )
+    return text
+
+
 def positive_int(text: str) -> int:
     """Parse a positive integer; ``1_000_000`` and ``1,000,000`` are accepted."""
     try:
@@ -261,6 +279,7 @@ __all__ = [
     "parse_duration",
     "parse_duration_list",
     "parse_fraction",
+    "parse_master",
     "parse_positive_duration",
     "parse_positive_duration_list",
     "parse_window",

@@ -20,6 +20,7 @@ from floodmark.cli.args import (
     parse_duration,
     parse_duration_list,
     parse_fraction,
+    parse_master,
     parse_positive_duration,
     parse_positive_duration_list,
     parse_window,
@@ -173,6 +174,7 @@ def _output(p: argparse.ArgumentParser, default: str) -> None:
 def _spark(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--master",
+        type=parse_master,
         default="local[*]",
         help="Spark master (default: local[*]); with a cluster, --output must be a folder "
         "the driver and every executor see (one machine, or a shared mount)",

@@ -204,3 +204,26 @@ def test_every_flag_a_library_error_is_spelled_as_is_a_flag_of_run() -> None:
     assert as_flags("invalid parameter `idle_timeouts`: big; `bounds_x`") == (
         "invalid parameter `--idle`: big; `bounds_x`"
     )
+
+
+def test_a_master_spark_cannot_take_is_one_line_before_spark_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A wrong ``--master`` made the JVM print its stack trace and the command say only
+    that Spark's gateway exited; it is refused by the parser, naming the forms."""
+    from floodmark.cli import main
+    from floodmark.cli.args import parse_master
+
+    for good in ("local", "local[2]", "local[*]", "local[4, 2]", "local-cluster[2,1,1024]"):
+        assert parse_master(good) == good
+    for good in ("spark://127.0.0.1:7077", "k8s://https://host:443", "yarn"):
+        assert parse_master(good) == good
+    for bad in ("bogus://x", "local[0]", "local[x]", "spark", "Local", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not a Spark master"):
+            parse_master(bad)
+    assert main(["demo", "--rows", "10", "--master", "bogus://x"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "floodmark: error: argument --master: 'bogus://x' is not a Spark master; give local, "
+        "local[N], local[*], spark://HOST:PORT, k8s://HOST:PORT or yarn (see floodmark demo --help)"
+    ]
