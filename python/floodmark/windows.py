@@ -193,7 +193,10 @@ class WindowOutput(NamedTuple):
     Attributes:
         results: one row per window firing: key columns, ``window_start``,
             ``window_end``, aggregates, ``watermark``, ``timing`` (``"on_time"`` or
-            ``"late"``), ``trigger_position``, ``trigger_time``.
+            ``"late"``), ``trigger_position`` (how many records the operator had
+            processed, over all calls, before what fired it: a watermark advance or
+            a late record) and ``trigger_time`` (the advance's ``time``, or the late
+            record's ``arrival``; null when not given).
         late: the late input rows (all input columns) plus ``watermark``.
         dropped: the dropped input rows (all input columns) plus ``reason``.
     """
@@ -349,7 +352,8 @@ class WindowOperator:
             output columns are named ``count`` and ``f"{fn}_{column}"``.
         allowed_lateness: allowed lateness (``timedelta`` or ticks), ``>= 0``.
         unit: the tick unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``).
-        arrival: optional arrival-time column, reported as ``trigger_time``.
+        arrival: optional arrival-time column: a late record's, reported as the
+            ``trigger_time`` of the re-firing it causes (an advance's is its ``time``).
 
     Raises:
         InvalidParameterError: a parameter is invalid (the error names it).

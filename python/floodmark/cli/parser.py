@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import NoReturn
@@ -27,8 +28,9 @@ from floodmark.cli.args import (
     positive_int,
 )
 from floodmark.cli.errors import UsageError
+from floodmark.vocabulary import AGG_FUNCTIONS
 
-EPILOG = """\
+_EXAMPLES = """\
 examples:
   floodmark demo                          # 1M generated rows, local Spark
   floodmark demo --rows 100000 --output /tmp/demo
@@ -39,17 +41,31 @@ examples:
   floodmark analyze events.parquet --event-time ts --channel partition \\
       --arrival broker_ts --key user --bounds 0s,1s,2s,5s,10s,30s \\
       --idle 30s,1m --max-late 0.01 --output analysis/
+"""
 
-durations: 1500us, 200ms, 5s, 1.5s, 1m, 1h   windows: tumbling:10s,
-sliding:10s,2s, session:5s   aggregates: count, FUNCTION:COLUMN with FUNCTION
-one of sum, min, max, mean, first, last
-
+_OUTPUTS = """\
 outputs: written into a hidden staging folder inside --output and moved into
 place at the end; --output/_FLOODMARK says which command wrote them and
 "complete": true once they are all in place (an interrupted or failed run
 leaves the previous outputs as they were). A non-empty folder without
 _FLOODMARK is refused unless --overwrite.
 """
+
+
+def epilog(analyze: bool = False) -> str:
+    """The help's footer: examples, how values are written (``analyze`` sweeps
+    tumbling and sliding windows and takes no aggregates), the outputs."""
+    windows = ["tumbling:10s", "sliding:10s,2s", *([] if analyze else ["session:5s"])]
+    forms = f"durations: 1500us, 200ms, 5s, 1.5s, 1m, 1h   windows: {', '.join(windows)}"
+    if not analyze:
+        forms += "   aggregates: count, FUNCTION:COLUMN with FUNCTION one of " + ", ".join(
+            AGG_FUNCTIONS
+        )
+    return f"{_EXAMPLES}\n{textwrap.fill(forms, width=79)}\n\n{_OUTPUTS}"
+
+
+#: The footer of ``floodmark``, ``run`` and ``demo``.
+EPILOG = epilog()
 
 
 #: A value that argparse would take for an option (``-1s``, ``-.5s``): a negative
@@ -131,7 +147,8 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     g.add_argument(
         "--arrival-unit",
         choices=("s", "ms", "us", "ns"),
-        help="unit of an integer --arrival column (default: ms)",
+        help="unit of an integer --arrival column (default: ms); on a timestamp column, "
+        "the ticks the emission grid and idle timeouts count in (default: us)",
     )
     g.add_argument(
         "--format", choices=FORMATS, help="input format (default: from the file extension)"
@@ -265,7 +282,7 @@ def build_parser() -> Parser:
         "analyze",
         help="choose a bound: late records vs firing delay",
         formatter_class=_formatter,
-        epilog=EPILOG,
+        epilog=epilog(analyze=True),
         description="Replay INPUT with each candidate bound (and idle "
         "timeout); print the late\nfraction and firing delay of each, "
         "recommend the smallest bound meeting\n--max-late, and write a "

@@ -100,6 +100,23 @@ def analyze_bounds(
 ) -> pa.Table:
     """Late fraction and window firing delay for each candidate bound and idle timeout.
 
+    Each candidate is Flink's bounded out-of-orderness strategy with that bound (and,
+    with a timeout, ``with_idleness``), replayed over ``df`` as ``assign_watermarks``
+    would (docs/spark.md, "Choosing the bound").
+
+    Args:
+        df: the events.
+        bounds: the candidate out-of-orderness bounds (durations, or ticks of the
+            event-time unit), at least one, each ``>= 0``.
+        window: the windows whose firing delay is measured: tumbling or sliding (session
+            windows depend on which records are late).
+        event_time, channel, arrival: the columns, as in ``assign_watermarks``.
+        key: the window key columns (the windows fired are counted per key).
+        idle_timeouts: the candidate idle timeouts, ``None`` for no idleness (the
+            default: only that).
+        emit_interval: the periodic emission interval (default 200 ms).
+        event_time_unit, arrival_unit: as in ``assign_watermarks``.
+
     Returns:
         A table with one row per (idle timeout, bound), candidates equal in ticks of
         their unit counted once: ``idle_timeout`` and ``bound``

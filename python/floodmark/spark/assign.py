@@ -166,8 +166,10 @@ def assign_watermarks(
         event_time: the event-time column; defaults to the strategy's
             ``with_timestamp_assigner`` column.
         emit_interval: Flink's ``autoWatermarkInterval`` (200 ms by default).
-        event_time_unit: unit of an integer event-time column (default ``"ms"``).
-        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        event_time_unit: unit of an integer event-time column (default ``"ms"``), or
+            the ticks a timestamp one is read in (default ``"us"``; docs/spark.md,
+            "Columns and units").
+        arrival_unit: the same for the arrival column.
         source_parallelism: read the channels as Kafka partition numbers spread over
             this many source subtasks, as Flink's Kafka source assigns them (each
             subtask combines its partitions with Flink's multiplexer, the valve

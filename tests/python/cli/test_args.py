@@ -227,3 +227,15 @@ def test_a_master_spark_cannot_take_is_one_line_before_spark_starts(
         "floodmark: error: argument --master: 'bogus://x' is not a Spark master; give local, "
         "local[N], local[*], spark://HOST:PORT, k8s://HOST:PORT or yarn (see floodmark demo --help)"
     ]
+
+
+def test_analyze_help_offers_what_analyze_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze --help``'s footer offered session windows and aggregates, which it
+    refuses (it sweeps tumbling and sliding windows and takes no --agg)."""
+    from floodmark.cli import main
+
+    for command, offers in (("analyze", False), ("run", True)):
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert ("session:5s" in out) is offers and ("aggregates:" in out) is offers, command
+        assert "sliding:10s,2s" in out

@@ -201,7 +201,8 @@ class StreamingWatermarks(BatchHandler):
         outputs: :class:`~floodmark.spark.streaming.ParquetOutputs` or a callable
             ``(kind, df, batch_id)`` (see :mod:`floodmark.spark.streaming.outputs`).
         emit_interval: periodic emission interval (200 ms).
-        event_time_unit, arrival_unit: units of integer time columns (``ms``).
+        event_time_unit, arrival_unit: units of integer time columns (``ms``), or the
+            ticks timestamp ones are read in (``us``; docs/spark.md, "Columns and units").
         allowance: how far behind the latest arrival the frontier stays (1 s): the skew
             allowed between channels (see :mod:`.frontier`).
         channels: the channel values known up front (a topic's partitions, e.g.

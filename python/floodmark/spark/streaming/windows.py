@@ -200,7 +200,8 @@ class StreamingWindows(BatchHandler):
         allowed_lateness: Flink's ``allowedLateness``.
         event_time: the event-time column (default: the strategy's timestamp column).
         emit_interval: periodic emission interval (200 ms).
-        event_time_unit, arrival_unit: units of integer time columns (``ms``).
+        event_time_unit, arrival_unit: units of integer time columns (``ms``), or the
+            ticks timestamp ones are read in (``us``; docs/spark.md, "Columns and units").
         allowance: how far behind the latest arrival the frontier stays (1 s).
         channels: the channel values known up front (a topic's partitions, e.g.
             ``range(1000)``): they join the valve at the first batch, as Flink's source

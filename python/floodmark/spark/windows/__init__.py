@@ -126,8 +126,10 @@ def window_aggregate(
             past their end and re-fire for each late record.
         event_time: event-time column (default: the strategy's timestamp assigner).
         emit_interval: periodic watermark emission interval (Flink's 200 ms default).
-        event_time_unit: unit of an integer event-time column (default ``"ms"``).
-        arrival_unit: unit of an integer arrival column (default ``"ms"``).
+        event_time_unit: unit of an integer event-time column (default ``"ms"``), or
+            the ticks a timestamp one is read in (default ``"us"``; docs/spark.md,
+            "Columns and units").
+        arrival_unit: the same for the arrival column.
         num_partitions: partitions of the keyed operator's shuffle (default: Spark's
             default parallelism); the native path's aggregation uses
             ``spark.sql.shuffle.partitions``.
