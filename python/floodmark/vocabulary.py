@@ -106,9 +106,15 @@ def parse_aggs(aggs: object) -> list[Agg]:
     """
     if isinstance(aggs, str):
         aggs = [aggs]
-    if isinstance(aggs, tuple) and len(aggs) == 2 and aggs[0] in AGG_FUNCTIONS:
+    if (
+        isinstance(aggs, (tuple, list))
+        and len(aggs) == 2
+        and aggs[0] in AGG_FUNCTIONS
+        and isinstance(aggs[1], str)
+    ):
+        pair = (aggs[0], aggs[1])
         raise InvalidParameterError(
-            "aggs", f"give a list of aggregates: [{aggs!r}] for the one pair {aggs!r}"
+            "aggs", f"give a list of aggregates: [{pair!r}] for the one pair {pair!r}"
         )
     if not isinstance(aggs, Iterable):
         raise InvalidParameterError(

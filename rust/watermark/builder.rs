@@ -1234,8 +1234,8 @@ fn check_interval(interval: i64) -> Result<()> {
 }
 
 /// The grid time of `bucket`, checked: the grid times from one before it to one after
-/// it must be `i64`s (arrivals within at most one interval of the range's ends, less
-/// at the bottom, cannot be placed).
+/// it must be `i64`s (arrivals within two intervals of the range's top, less than one
+/// of its bottom, cannot be placed).
 fn grid_time(bucket: i64, interval: i64) -> Result<i64> {
     let fits = |k: Option<i64>| k.and_then(|k| k.checked_mul(interval)).is_some();
     if fits(bucket.checked_sub(1)) && fits(bucket.checked_add(1)) {
@@ -1243,7 +1243,7 @@ fn grid_time(bucket: i64, interval: i64) -> Result<i64> {
     }
     Err(Error::input(
         "arrival",
-        "arrival times within one emission interval of the 64-bit range's ends cannot \
+        "arrival times within two emission intervals of the 64-bit range's ends cannot \
          be placed on the emission grid (a grid time next to theirs leaves the range)",
     ))
 }
@@ -1255,8 +1255,8 @@ fn bucket_grid_time(bucket: i64, interval: i64) -> Result<i64> {
         Error::param(
             "bucket",
             format!(
-                "grid time {bucket} x {interval} (the emit interval) is within one emission \
-                 interval of the 64-bit range's ends"
+                "grid time {bucket} x {interval} (the emit interval) is within two emission \
+                 intervals of the 64-bit range's ends"
             ),
         )
     })

@@ -210,7 +210,7 @@ def summary(df: DataFrame, plan: WatermarkPlan) -> pa.Table:
 
 def check_on_grid(plan: WatermarkPlan, start: int, until: int) -> None:
     """Refuses, on the driver, arrivals (first ``start``, last ``until``) that the
-    emission grid cannot place (within one interval of the ``int64`` range's ends):
+    emission grid cannot place (within two intervals of the ``int64`` range's ends):
     the periodic route's rule, applied by its builder to the two.
 
     Raises:

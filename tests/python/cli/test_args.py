@@ -204,6 +204,8 @@ def test_every_flag_a_library_error_is_spelled_as_is_a_flag_of_run() -> None:
     assert as_flags("invalid parameter `idle_timeouts`: big; `bounds_x`") == (
         "invalid parameter `--idle`: big; `bounds_x`"
     )
+    # a column named like a parameter is the user's column, not a flag
+    assert as_flags("invalid input `key`: `channel` ...") == "invalid input `key`: `channel` ..."
 
 
 def test_a_master_spark_cannot_take_is_one_line_before_spark_starts(
