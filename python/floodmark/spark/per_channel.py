@@ -228,9 +228,14 @@ def check_on_grid(plan: WatermarkPlan, start: int, until: int) -> None:
         raise input_error(plan, err.column or "arrival", str(err)) from None
 
 
-def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -> Timeline:
+def per_channel_timeline(
+    df: DataFrame, plan: WatermarkPlan, *, records: bool, emissions: bool = False
+) -> Timeline:
     """Stages 1-2 for a generator that emits on records (see the module docstring);
-    with ``records``, the timeline keeps the records with their channel watermark."""
+    with ``records``, the timeline keeps the records with their channel watermark;
+    with ``emissions``, every channel's own output (compacted for the report's views
+    when the valve runs on the executors, as :func:`floodmark.spark.timeline.on_executors`
+    does; all of it when few come to the driver, asked for or not)."""
     from pyspark.sql import functions as F
 
     from floodmark.spark.timeline import Run, new_run, timeline_of
@@ -290,7 +295,14 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
         run.timelines[0].append(builder.take_timeline())
         run.emissions[0].append(builder.take_emissions())
     else:  # many: the valve in one task, over the streams sorted by time
-        run.timelines[0].append(merge_on_executors(out, channels))
+        from floodmark.report.partition_views import bin_edges, compact_emissions
+
+        edges = bin_edges(run.first * interval, run.last * interval) if emissions else None
+        timeline, kept = merge_on_executors(out, channels, edges)
+        run.timelines[0].append(timeline)
+        if kept:  # compacted per chunk: once more, whole
+            assert edges is not None
+            run.emissions[0] = compact_emissions(pa.Table.from_batches(kept), edges).to_batches()
     tl = timeline_of(plan, run, 0, channels, None)
     tl.record_driven = True
     if records:
@@ -299,8 +311,11 @@ def per_channel_timeline(df: DataFrame, plan: WatermarkPlan, *, records: bool) -
     return tl
 
 
-def merge_on_executors(out: DataFrame, channels: pa.Array) -> pa.RecordBatch:
-    """The valve over many channel streams, in one Spark task: the timeline."""
+def merge_on_executors(
+    out: DataFrame, channels: pa.Array, edges: np.ndarray | None = None
+) -> tuple[pa.RecordBatch, list[pa.RecordBatch]]:
+    """The valve over many channel streams, in one Spark task: the timeline, and with
+    the report's bin ``edges`` the channels' emissions compacted to them."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     schema = StructType(
@@ -315,14 +330,23 @@ def merge_on_executors(out: DataFrame, channels: pa.Array) -> pa.RecordBatch:
     n = len(channels)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        builder = TimelineBuilder.for_emissions(n)
-        for b in batches:
-            builder.push_emissions(b.drop_columns(["seq"]))
+        from floodmark.report.partition_views import compact_emissions
+
+        builder = TimelineBuilder.for_emissions(n, keep_emissions=edges is not None)
+
+        def drained() -> Iterator[pa.RecordBatch]:
             part = builder.take_timeline()
             if part.num_rows:
                 yield from pack("timeline", part)
+            if edges is not None:
+                for kept in compact_emissions(builder.take_emissions(), edges).to_batches():
+                    yield from pack("emissions", kept)
+
+        for b in batches:
+            builder.push_emissions(b.drop_columns(["seq"]))
+            yield from drained()
         builder.finish()
-        yield from pack("timeline", builder.take_timeline())
+        yield from drained()
 
     streams = unpacked(out, "emissions", schema)
     merged = (
@@ -331,10 +355,12 @@ def merge_on_executors(out: DataFrame, channels: pa.Array) -> pa.RecordBatch:
         .mapInArrow(task, packed_schema())
         .toArrow()
     )
-    parts = [b for kind, b in unpack_local(merged) if kind == "timeline"]
+    found = list(unpack_local(merged))
+    parts = [b for kind, b in found if kind == "timeline"]
+    kept = [b for kind, b in found if kind == "emissions"]
     if not parts:  # the combined watermark never changed (pack() sends no empty batch)
-        return TimelineBuilder.for_emissions(len(channels)).take_timeline()
-    return pa.concat_batches(parts)
+        return TimelineBuilder.for_emissions(len(channels)).take_timeline(), kept
+    return pa.concat_batches(parts), kept
 
 
 def records_schema(df: DataFrame) -> Any:

@@ -426,7 +426,7 @@ def compute_timelines(
     if record_driven(plan):
         from floodmark.spark.per_channel import per_channel_timeline
 
-        return [per_channel_timeline(df, plan, records=channel_watermarks)]
+        return [per_channel_timeline(df, plan, records=channel_watermarks, emissions=emissions)]
     stats = stats or probe is not None
     # A generator that emits at every grid time (processing-time lag) has channel
     # streams of channels x grid rows: those are left out.

@@ -135,6 +135,30 @@ def test_assign_and_timeline_equal_the_engine(
 
 
 @pytest.mark.parametrize("name", list(STRATEGIES))
+def test_emissions_asked_for_come_when_the_valve_runs_in_a_task(
+    spark: Any, table: pa.Table, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``emissions=True`` with more channel emissions than the driver takes (the valve
+    merged in a Spark task) returned none; they come compacted for the report's views,
+    equal to the driver's whole streams compacted to the same bins."""
+    from floodmark.report.partition_views import bin_edges, compact_emissions
+
+    kw: dict[str, Any] = {"key": "key", "event_time": "event_time", "channel": "partition"}
+    kw |= {"arrival": "arrival", "emissions": True}
+    window = TumblingEventTimeWindows.of(timedelta(seconds=5))
+    frame = spark.createDataFrame(table)
+    whole = window_aggregate(frame, STRATEGIES[name], window, **kw).timeline.emissions
+    monkeypatch.setattr(per_channel, "MAX_DRIVER_EMISSIONS", 10)
+    got = window_aggregate(frame, STRATEGIES[name], window, **kw).timeline.emissions
+    assert whole is not None and got is not None
+    arrivals = table["arrival"].to_numpy()
+    edges = bin_edges(-(-arrivals.min() // 200) * 200, -(-arrivals.max() // 200) * 200)
+    want = compact_emissions(whole, edges)
+    assert 0 < want.num_rows < whole.num_rows
+    assert got.to_pylist() == want.to_pylist()
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
 @pytest.mark.parametrize(
     "window",
     [TumblingEventTimeWindows.of(timedelta(seconds=5)), EventTimeSessionWindows.with_gap(1500)],
