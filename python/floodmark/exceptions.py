@@ -52,6 +52,16 @@ class InvalidParameterError(FloodmarkError, ValueError):
         self.parameter, text = _named("invalid parameter", parameter, message)
         super().__init__(text)
 
+    def renamed(self, parameter: str) -> InvalidParameterError:
+        """The same error naming ``parameter`` (the command line names its flags).
+
+        Example:
+            >>> str(InvalidParameterError("bounds", "too large").renamed("--bounds"))
+            'invalid parameter `--bounds`: too large'
+        """
+        rest = str(self).partition(f"`{self.parameter}`: ")[2]
+        return InvalidParameterError(parameter, rest)
+
 
 class ChannelOutOfRangeError(FloodmarkError, IndexError):
     """A channel index outside ``0..num_channels`` (Flink: ``IndexOutOfBoundsException``)."""

@@ -107,6 +107,10 @@ class WatermarkGenerator:
         elif strategy.lag is not None:
             param = to_ticks(strategy.lag, unit, "lag")
         user = None if strategy.factory is None else strategy.factory()
+        if strategy.factory is not None and user is None:
+            raise InvalidParameterError(
+                "factory", "it returned None; it must return a new generator object"
+            )
         self._inner = _core._Generator(strategy.kind, param, idle, user)
 
     @property
@@ -149,6 +153,17 @@ class WatermarkGenerator:
                 )
             now = 0
         return _emissions(self._inner.on_periodic_emit(check_int64(now, "now")))
+
+    def check_grid_span(self, first: int, last: int) -> None:
+        """Refuses, as :func:`~floodmark.drive` would, the grid times ``first..=last``
+        (grid indexes: times over the emit interval) for a generator called at every
+        one (processing-time lag, a user's) when they are more than 2^28; for a caller
+        that drives a channel in chunks, each of which is under it.
+
+        Raises:
+            InvalidParameterError: naming ``emit_interval``.
+        """
+        self._inner.check_grid_span(check_int64(first, "first"), check_int64(last, "last"))
 
     def snapshot(self) -> bytes:
         """The generator's state as bytes, including the output state and the last

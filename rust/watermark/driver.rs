@@ -159,6 +159,29 @@ fn check_inputs(
     Ok((k0, k1))
 }
 
+/// Refuses grid indexes `k0..=k1` (the grid times `drive` would call) for a generator
+/// called at every grid time (processing-time lag, a user's generator) when they are
+/// more than [`MAX_EVERY_GRID_CALLS`]: the work bounded up front. A caller driving a
+/// channel chunk by chunk checks the whole span once (each chunk's is smaller).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `emit_interval`.
+pub fn check_grid_span<B: WatermarkGenerator>(gen: &Generator<B>, k0: i64, k1: i64) -> Result<()> {
+    let points = u64::try_from(i128::from(k1) - i128::from(k0) + 1).unwrap_or(u64::MAX);
+    if gen.base().periodic_is_stable() || points <= MAX_EVERY_GRID_CALLS {
+        return Ok(());
+    }
+    Err(Error::param(
+        "emit_interval",
+        format!(
+            "the generator {} is called at every grid time: {points} grid times over the \
+             arrival span is more than {MAX_EVERY_GRID_CALLS}; give a larger emit_interval \
+             or a shorter arrival span",
+            gen.base().config()
+        ),
+    ))
+}
+
 struct State<'a, B> {
     gen: &'a mut Generator<B>,
     out: &'a mut ChannelOutput,
@@ -290,21 +313,7 @@ pub fn drive_into<B: WatermarkGenerator>(
     emissions: &mut Vec<EmissionRow>,
 ) -> StdResult<(), B::Error> {
     let (k0, k1) = check_inputs(event_ts, arrival, marker, params)?;
-    let points = u64::try_from(i128::from(k1) - i128::from(k0) + 1).unwrap_or(u64::MAX);
-    if !gen.base().periodic_is_stable() && points > MAX_EVERY_GRID_CALLS {
-        // Processing-time lag (or a user generator) is called at every grid time:
-        // bound the work up front.
-        return Err(Error::param(
-            "emit_interval",
-            format!(
-                "the generator {} is called at every grid time: {points} grid times over \
-                 the arrival span is more than {MAX_EVERY_GRID_CALLS}; give a larger \
-                 emit_interval or a shorter arrival span",
-                gen.base().config()
-            ),
-        )
-        .into());
-    }
+    check_grid_span(gen, k0, k1)?;
     let interval = params.interval;
     let n = event_ts.len();
     record_watermark.clear();

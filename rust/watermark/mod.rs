@@ -35,7 +35,7 @@ pub mod valve;
 
 pub use builder::{BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS};
 pub use channel::Channel;
-pub use driver::{drive, drive_into, DriveOutput, DriveParams, EmissionRow};
+pub use driver::{check_grid_span, drive, drive_into, DriveOutput, DriveParams, EmissionRow};
 pub use generator::{BaseGenerator, WatermarkGenerator};
 pub use heap::IndexedMinHeap;
 pub use idleness::IdlenessTimer;

@@ -111,6 +111,28 @@ def test_a_user_generators_exception_reaches_the_caller_unchanged(
     assert info.value is error
 
 
+def test_a_factory_that_returns_nothing_is_named() -> None:
+    """A factory returning None was reported against a parameter ``user`` the caller
+    never sees; it is the factory, named."""
+    strategy = WatermarkStrategy.for_generator(lambda: None)
+    with pytest.raises(InvalidParameterError, match=r"`factory`: it returned None") as err:
+        strategy.create_generator()
+    assert err.value.parameter == "factory"
+    with pytest.raises(InvalidParameterError, match="`factory`"):
+        drive(strategy, [1], [0], emit_interval=100)
+
+
+def test_a_grid_span_is_checked_as_drive_checks_it() -> None:
+    """``check_grid_span`` is drive's bound on a generator called at every grid time,
+    for a caller that drives a channel in chunks: 2^28 grid times pass, one more is
+    refused; a generator that is not called at every grid time is not bounded."""
+    user = WatermarkStrategy.for_generator(lambda: BoundedPy(5)).create_generator()
+    user.check_grid_span(5, 5 + 2**28 - 1)
+    with pytest.raises(InvalidParameterError, match=r"`emit_interval`.*268435457 grid"):
+        user.check_grid_span(5, 5 + 2**28)
+    WatermarkStrategy.for_bounded_out_of_orderness(5).create_generator().check_grid_span(0, 2**40)
+
+
 def test_statuses_from_a_user_generator_pass_the_channel_output() -> None:
     class Flapping:
         def __init__(self) -> None:

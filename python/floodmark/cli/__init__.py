@@ -19,7 +19,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from floodmark.cli.errors import INTERRUPTED_EXIT, SparkFailure, UsageError, as_flags, fail
+from floodmark.cli.errors import (
+    FLAG_OF,
+    INTERRUPTED_EXIT,
+    SparkFailure,
+    UsageError,
+    as_flags,
+    fail,
+)
 from floodmark.cli.parser import build_parser
 
 
@@ -33,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit code: 0 on success, 2 on a user error (one line on stderr), 1 when
         Spark fails for another reason (one line too), 130 after Ctrl-C.
     """
-    from floodmark.exceptions import FloodmarkError
+    from floodmark.exceptions import FloodmarkError, InvalidParameterError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -55,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         return fail(str(err))
     except FloodmarkError as err:
+        if isinstance(err, InvalidParameterError) and err.parameter in FLAG_OF:
+            err = err.renamed(FLAG_OF[err.parameter])  # the flag that set it
         return fail(as_flags(str(err)))
     except SparkFailure as err:
         return fail(str(err), code=1)

@@ -41,15 +41,13 @@ FLAG_OF = {
     "idle_timeouts": "--idle",
 }
 _PARAMETER = re.compile(r"(?<![\w-])(" + "|".join(FLAG_OF) + r")=")
-_QUOTED = re.compile(r"^invalid parameter `(" + "|".join(FLAG_OF) + r")`")
 
 
 def as_flags(message: str) -> str:
-    """A library error's message with the parameters it names (``event_time=``, or
-    the ```bounds``` an :class:`floodmark.exceptions.InvalidParameterError` is about)
-    spelled as the flags that set them (``--event-time``, ```--bounds```); a column
-    quoted the same way (an input named ``key``) stays as it is."""
-    message = _QUOTED.sub(lambda m: f"invalid parameter `{FLAG_OF[m.group(1)]}`", message)
+    """A library error's message with the parameters it names (``event_time=``)
+    spelled as the flags that set them (``--event-time``); the parameter an
+    ``InvalidParameterError`` is about is renamed where it is caught
+    (:func:`floodmark.cli.main`)."""
     return _PARAMETER.sub(lambda m: FLAG_OF[m.group(1)], message)
 
 

@@ -228,6 +228,25 @@ def check_on_grid(plan: WatermarkPlan, start: int, until: int) -> None:
         raise input_error(plan, err.column or "arrival", str(err)) from None
 
 
+def check_picklable(plan: WatermarkPlan) -> None:
+    """Refuses, before any job, a strategy the executors cannot receive (a user
+    generator's factory holding a lock or an open file, say).
+
+    Raises:
+        InvalidParameterError: naming ``strategy``.
+    """
+    from pyspark import cloudpickle
+
+    try:
+        cloudpickle.dumps(plan.strategy)  # type: ignore[no-untyped-call]
+    except Exception as err:  # pickling raises many kinds (TypeError, PicklingError...)
+        raise InvalidParameterError(
+            "strategy",
+            f"its generator factory cannot be sent to the executors ({err}); give one that "
+            "pickles: a module-level class or function, holding no lock or open file",
+        ) from None
+
+
 def per_channel_timeline(
     df: DataFrame, plan: WatermarkPlan, *, records: bool, emissions: bool = False
 ) -> Timeline:
@@ -249,6 +268,7 @@ def per_channel_timeline(
             "the generator's pass, which carries every column with a punctuated or user "
             "generator; cast it (e.g. to a string) or drop it first",
         )
+    check_picklable(plan)
     table = summary(df, plan)
     channels, _ = channel_index(table.column("channel"))
     run: Run = new_run(1)
@@ -258,6 +278,9 @@ def per_channel_timeline(
     interval = plan.interval
     check_on_grid(plan, start, until)
     run.first, run.last = -((-start) // interval), -((-until) // interval)
+    # Each channel is driven over the whole grid, chunk by chunk (no chunk is over the
+    # bound): the bound is checked once, here, before the generators' pass.
+    plan.strategy.create_generator().check_grid_span(run.first, run.last)
     run.rows = int(pc.sum(table.column("rows")).as_py())
     run.low, run.high = pc.min(table.column("low")).as_py(), pc.max(table.column("high")).as_py()
     marker = plan.marker.ticks() if plan.marker is not None else F.lit(None).cast("bigint")

@@ -7,7 +7,7 @@ use pyo3::types::PyBytes;
 use crate::error::Error;
 use crate::snapshot::{Reader, Writer};
 use crate::watermark::{
-    kinds, BaseGenerator, Channel, DriveOutput, DriveParams, Emission, Generator,
+    check_grid_span, kinds, BaseGenerator, Channel, DriveOutput, DriveParams, Emission, Generator,
     WatermarkGenerator,
 };
 
@@ -123,6 +123,17 @@ impl PyGenerator {
             Source::User(ch) => ch.generator.on_periodic_emit(now, &mut push)?,
         }
         Ok(emissions_to_py(&v))
+    }
+
+    /// Refuses, as `drive` would, grid indexes `first..=last` that a generator called
+    /// at every grid time cannot run (a caller driving chunk by chunk checks the
+    /// whole span once).
+    fn check_grid_span(&self, first: i64, last: i64) -> PyResult<()> {
+        match &self.inner {
+            Source::Native(ch) => check_grid_span(&ch.generator, first, last)?,
+            Source::User(ch) => check_grid_span(&ch.generator, first, last)?,
+        }
+        Ok(())
     }
 
     /// The last grid time `drive` ran the generator to (`None` before any).

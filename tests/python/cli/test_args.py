@@ -201,9 +201,6 @@ def test_every_flag_a_library_error_is_spelled_as_is_a_flag_of_run() -> None:
     assert as_flags("event_time= column 'k'; --key=k, monkey=2") == (
         "--event-time column 'k'; --key=k, monkey=2"
     )
-    assert as_flags("invalid parameter `idle_timeouts`: big; `bounds_x`") == (
-        "invalid parameter `--idle`: big; `bounds_x`"
-    )
     # a column named like a parameter is the user's column, not a flag
     assert as_flags("invalid input `key`: `channel` ...") == "invalid input `key`: `channel` ..."
 
@@ -241,3 +238,36 @@ def test_analyze_help_offers_what_analyze_takes(capsys: pytest.CaptureFixture[st
         out = capsys.readouterr().out
         assert ("session:5s" in out) is offers and ("aggregates:" in out) is offers, command
         assert "sliding:10s,2s" in out
+
+
+def test_a_library_parameter_is_named_by_its_flag(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An ``InvalidParameterError`` about a parameter a flag sets names the flag (it
+    said `idle_timeouts`); one about another parameter, and a column quoted like a
+    parameter, stay as they are."""
+    from floodmark.cli import commands, main
+    from floodmark.exceptions import InvalidInputError, InvalidParameterError
+
+    raised: list[Exception] = [
+        InvalidParameterError("idle_timeouts", "a value too large"),
+        InvalidParameterError("strategy", "cannot be sent"),
+        InvalidInputError("key", "channel= column 'key' has type double"),
+    ]
+
+    def failing(args: Any, argv: Any) -> int:
+        raise raised.pop(0)
+
+    monkeypatch.setattr(commands, "dispatch", failing)
+    data = tmp_path / "in.parquet"
+    data.write_bytes(b"")
+    argv = ["analyze", str(data), "--event-time", "ts", "--channel", "p", "--key", "k"]
+    lines = []
+    for _ in range(3):
+        assert main(argv) == 2
+        lines += capsys.readouterr().err.splitlines()
+    assert lines == [
+        "floodmark: error: invalid parameter `--idle`: a value too large",
+        "floodmark: error: invalid parameter `strategy`: cannot be sent",
+        "floodmark: error: invalid input `key`: --channel column 'key' has type double",
+    ]

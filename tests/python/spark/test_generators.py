@@ -383,3 +383,76 @@ def test_a_channels_records_tied_in_arrival_and_event_time_reach_it_in_marker_or
         )
         got = out.timeline.emissions
         assert got.select(["kind", "watermark"]).to_pylist() == wanted, given
+
+
+class CountedCalls(Bounded):
+    """A user generator that stops the run after 100,000 periodic calls (a run the
+    grid-span bound should have refused)."""
+
+    calls = 0
+
+    def on_periodic_emit(self, output: Any) -> None:
+        CountedCalls.calls += 1
+        if CountedCalls.calls > 100_000:
+            raise RuntimeError("the run went ahead: the grid-span bound was not checked")
+        super().on_periodic_emit(output)
+
+
+def test_a_user_generator_over_too_many_grid_times_is_refused_before_the_pass(
+    spark: Any,
+) -> None:
+    """The bound on a user generator's grid calls (2^28) was checked per chunk of a
+    channel's records, so one split into several Arrow batches ran on, for hours, where
+    ``replay`` refuses it; it is checked once for the whole span, on the driver."""
+    from floodmark.exceptions import InvalidParameterError
+
+    n = 2**28
+    table = pa.table(
+        {"ch": [0] * 4, "arrival": [0, n // 3, 2 * n // 3, n + 1000], "ev": [0, 1, 2, 3]}
+    )
+    strategy = WatermarkStrategy.for_generator(CountedCalls)
+    kw: dict[str, Any] = {"channel": "ch", "arrival": "arrival", "event_time": "ev"}
+    kw["emit_interval"] = 1
+    message = r"`emit_interval`.*268436457 grid times over the arrival span"
+    with pytest.raises(InvalidParameterError, match=message):
+        replay(table, strategy, **kw)
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "1")
+    try:
+        with pytest.raises(InvalidParameterError, match=message):
+            assign_watermarks(spark.createDataFrame(table), strategy, **kw)
+    finally:
+        spark.conf.set(key, before)
+
+
+def test_a_generator_the_executors_cannot_receive_is_refused_before_any_job(
+    spark: Any,
+) -> None:
+    """A user generator's factory that does not pickle (it holds a lock) failed with a
+    raw ``PicklingError`` after two jobs; refused naming ``strategy``, before any."""
+    import threading
+
+    from spark_helpers import jobs
+
+    from floodmark.exceptions import InvalidParameterError
+
+    lock = threading.Lock()
+
+    def locked() -> Bounded:
+        with lock:
+            return Bounded()
+
+    table = pa.table({"ch": [0, 1], "arrival": [0, 10], "ev": [0, 1]})
+    frame = spark.createDataFrame(table)
+    before = jobs(spark)
+    with pytest.raises(InvalidParameterError, match=r"`strategy`.*cannot be sent") as err:
+        assign_watermarks(
+            frame,
+            WatermarkStrategy.for_generator(locked),
+            channel="ch",
+            arrival="arrival",
+            event_time="ev",
+        )
+    assert "lock" in str(err.value)
+    assert jobs(spark) == before
