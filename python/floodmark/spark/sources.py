@@ -220,11 +220,18 @@ def _replay_options(
     return options
 
 
+def _holds_timestamp(arrow_type: pa.DataType) -> bool:
+    """Whether a type is, or nests (in a struct, list or map), a timestamp: its
+    nanoseconds are truncated to Spark's microseconds at any depth."""
+    if pa.types.is_timestamp(arrow_type):
+        return True
+    return any(_holds_timestamp(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
+
+
 def _clock_ticks(value: int | datetime, kind: str, parameter: str) -> int:
-    if isinstance(value, bool):
-        raise InvalidParameterError(parameter, "expected int or datetime")
-    if isinstance(value, int):
-        return value
+    ticks = as_int(value)  # a Python or numpy integer (not a bool)
+    if ticks is not None:
+        return ticks
     if isinstance(value, datetime):
         if kind == "integer":
             raise InvalidParameterError(
@@ -287,7 +294,7 @@ def _prepare_replay(
     target = to_arrow_schema(spark_schema, timezone="UTC")
     table = pa.Table.from_arrays(
         [
-            table.column(i).cast(f.type, safe=not pa.types.is_timestamp(f.type))
+            table.column(i).cast(f.type, safe=not _holds_timestamp(f.type))
             for i, f in enumerate(target)
         ],
         schema=target,
@@ -602,10 +609,22 @@ def kafka_read(
     # Resolve the offsets now, so that every job over this DataFrame reads the same rows.
     source = _KafkaClient(options)
     try:
-        start = source.resolve(options["startingOffsets"], source.discover())
-        end = source.resolve(options["endingOffsets"], source.discover(), unlisted=_LATEST)
+        tps = source.discover()
+        start = source.resolve(options["startingOffsets"], tps)
+        end = source.resolve(options["endingOffsets"], tps, unlisted=_LATEST)
+        latest = source.offsets(tps, "latest")
     finally:
         source.close()
+    for t, p in tps:
+        first, last, top = start[t][str(p)], end[t][str(p)], latest[t][str(p)]
+        if last > top:
+            raise InvalidParameterError(
+                "ending_offsets", f"{t}[{p}]: {last} is past the latest offset, {top}"
+            )
+        if first > last:
+            raise InvalidParameterError(
+                "ending_offsets", f"{t}[{p}]: ends at {last}, before its start, {first}"
+            )
     options["startingOffsets"] = json.dumps(start)
     options["endingOffsets"] = json.dumps(end)
     return spark.read.format(KAFKA_FORMAT).options(**options).load()
@@ -692,6 +711,10 @@ def _offsets_option(value: object, parameter: str) -> str:
     raise InvalidParameterError(parameter, f"expected {form}, got {value!r}")
 
 
+#: The topics a Kafka broker keeps for itself, which a pattern never subscribes.
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 class _KafkaClient:
     """Metadata and offsets (the planner's side): which partitions exist, where they
     start and end. Opened lazily; nothing here is pickled."""
@@ -714,12 +737,13 @@ class _KafkaClient:
         self.admin = None
 
     def wanted(self, topic: str) -> bool:
-        """Subscribed: one of the topics, or a whole match of the pattern (internal
-        topics, ``__*``, excluded as Kafka's pattern subscription does)."""
+        """Subscribed: one of the topics, or a whole match of the pattern (Kafka's
+        internal topics excluded, as its pattern subscription does; a user topic named
+        ``__x`` is not one)."""
         if self.topics is not None:
             return topic in self.topics
         assert self.pattern is not None
-        return not topic.startswith("__") and self.pattern.fullmatch(topic) is not None
+        return topic not in _INTERNAL_TOPICS and self.pattern.fullmatch(topic) is not None
 
     def discover(self) -> list[tuple[str, int]]:
         """Every (topic, partition) subscribed, sorted."""
@@ -853,7 +877,8 @@ class _KafkaReading:
     schema: StructType
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaPartition)
+        if not isinstance(partition, KafkaPartition):
+            return  # PySpark's stand-in when no partition has records: nothing to read
         from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(self.schema, timezone="UTC")
@@ -1119,7 +1144,12 @@ class MockKafka:
     """
 
     def __init__(self, brokers: int = 1) -> None:
-        self.brokers = brokers
+        count = as_int(brokers)
+        if count is None or count < 1:
+            raise InvalidParameterError(
+                "brokers", f"expected a number of brokers >= 1, got {brokers!r}"
+            )
+        self.brokers = count
         self._lib: ctypes.CDLL | None = None
         self._rk: int | None = None
         self._cluster: int | None = None
@@ -1315,7 +1345,8 @@ class MockKafka:
         records = []  # every row checked before any is sent: no topic half written
         for i, (p, ts, k, v) in enumerate(zip(parts, stamps, keys, values, strict=True)):
             try:
-                records.append(self._record(topic, v, None if k is None else str(k), p, ts))
+                key_bytes = k if k is None or isinstance(k, bytes) else str(k)
+                records.append(self._record(topic, v, key_bytes, p, ts))
             except InvalidParameterError as err:  # a row's value: name its column
                 if err.parameter not in columns:
                     raise

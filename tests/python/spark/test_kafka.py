@@ -304,6 +304,56 @@ def test_a_batch_read_ends_an_unlisted_partition_at_its_latest_offset(
     assert got == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
 
 
+def test_a_batch_read_of_nothing_is_empty_and_offsets_out_of_range_are_named(
+    spark: Any, kafka: MockKafka
+) -> None:
+    """A range without records (an empty topic, ``starting_offsets="latest"``) failed
+    with a bare ``AssertionError``; it is an empty DataFrame. An end past the latest
+    offset waited 30 s and asked whether the broker was up, an end before the start
+    read nothing silently: both are refused, naming ``ending_offsets``."""
+    kafka.create_topic("empty", 1)
+    kafka.create_topic("t", 2)
+    _produce(kafka, "t", 0, 0, 3)
+    kafka.flush()
+    servers = kafka.bootstrap_servers
+    assert kafka_read(spark, servers, "empty").count() == 0
+    assert kafka_read(spark, servers, "t", starting_offsets="latest").count() == 0
+    with pytest.raises(InvalidParameterError, match=r"t\[0\]: 5 is past the latest offset, 3"):
+        kafka_read(spark, servers, "t", ending_offsets={"t": {"0": 5}})
+    with pytest.raises(InvalidParameterError, match=r"t\[0\]: ends at 1, before its start, 2"):
+        kafka_read(
+            spark,
+            servers,
+            "t",
+            starting_offsets={"t": {"0": 2}},
+            ending_offsets={"t": {"0": 1}},
+        )
+
+
+def test_binary_keys_and_user_topics_named_like_internal_ones_round_trip(
+    spark: Any, kafka: MockKafka
+) -> None:
+    """``produce_table`` stored a binary key as the text of its repr (``b'...'``); a
+    pattern left out every topic whose name starts with ``__``, where Kafka leaves out
+    only its internal topics."""
+    import pyarrow as pa
+
+    kafka.create_topic("__events", 1)
+    table = pa.table({"p": [0, 0], "ts": [T, T + 1], "k": [b"\x00\xffab", b"abc"], "v": [1, 2]})
+    kafka.produce_table("__events", table, partition="p", timestamp="ts", key="k")
+    kafka.flush()
+    rows = kafka_read(spark, kafka.bootstrap_servers, pattern="__ev.*").orderBy("offset").collect()
+    assert [r.key for r in rows] == [b"\x00\xffab", b"abc"]
+    assert {r.topic for r in rows} == {"__events"}
+
+
+def test_mock_kafka_refuses_a_count_of_brokers_it_cannot_start() -> None:
+    pytest.importorskip("confluent_kafka")
+    for brokers in (0, -1, "2", 1.5):
+        with pytest.raises(InvalidParameterError, match="`brokers`"):
+            MockKafka(brokers=brokers)  # type: ignore[arg-type]
+
+
 def test_a_transaction_marker_at_the_start_of_a_range_is_no_data_loss(
     spark: Any, kafka: MockKafka
 ) -> None:

@@ -279,17 +279,35 @@ def test_max_partitions_must_be_an_int_and_nanosecond_arrivals_are_truncated(
                 spark, table, arrival="arrival", channel="partition", step=1, max_partitions=bad
             )
         assert err.value.parameter == "max_partitions"
+    ns_type = pa.timestamp("ns", tz="UTC")
     ns = pa.table(
         {
             "partition": [0, 0, 1],
             "arrival": pa.array([1_000_000_001, 1_000_001_999, 2_000_000_500], pa.timestamp("ns")),
+            # nested nanoseconds too (a raw ArrowInvalid): a struct's, a list's
+            "inner": pa.array([{"t": 1_001}] * 3, pa.struct([("t", ns_type)])),
+            "times": pa.array([[2_999]] * 3, pa.list_(ns_type)),
         }
     )
     df = replay_stream(spark, ns, arrival="arrival", channel="partition", step=timedelta(seconds=1))
     got = _run(df, checkpoint)
-    micros = sorted(
-        round(r[1].replace(tzinfo=timezone.utc).timestamp() * 1e6)
-        for rows in got.batches.values()
-        for r in rows
-    )
+    rows = [r for batch in got.batches.values() for r in batch]
+    micros = sorted(round(r[1].replace(tzinfo=timezone.utc).timestamp() * 1e6) for r in rows)
     assert micros == [1_000_000, 1_000_001, 2_000_000]
+    epoch = datetime(1970, 1, 1)
+    assert {(r[2]["t"] - epoch, r[3][0] - epoch) for r in rows} == {
+        (timedelta(microseconds=1), timedelta(microseconds=2))
+    }
+    # A numpy integer clock (a pandas column's min) was refused as no int.
+    import numpy as np
+
+    ints = _table()
+    replay_stream(
+        spark,
+        ints,
+        arrival="arrival",
+        channel="partition",
+        step=np.int64(100),
+        start=np.int64(0),
+        until=np.int64(10**6),
+    )
