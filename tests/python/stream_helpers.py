@@ -48,3 +48,34 @@ def uncommit(checkpoint: Path, batch_id: int) -> None:
     logged and before Spark committed it would leave it: a restart re-runs the batch."""
     for name in (str(batch_id), f".{batch_id}.crc"):
         (checkpoint / "commits" / name).unlink(missing_ok=True)
+
+
+def start_spark_windowed_count(
+    spark: Any, src: Path, schema: Any, delay: str, by: list[str], checkpoint: Path
+) -> tuple[Any, str]:
+    """Spark's own watermark at work (what ``spark_global_watermark_late`` models): the
+    Parquet files of ``src`` one per micro-batch, ``withWatermark`` of ``delay`` on the
+    millisecond ``event_time``, a 10 s tumbling window count by ``by``, appended to a
+    memory table. The started query and the table's name."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    stream = (
+        spark.readStream.schema(schema)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .withColumn("ts", F.timestamp_millis("event_time"))
+        .withWatermark("ts", delay)
+        .groupBy(F.window("ts", "10 seconds"), *by)
+        .count()
+    )
+    name = f"fm_spark_{time.time_ns()}"
+    query = (
+        stream.writeStream.outputMode("append")
+        .format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .start()
+    )
+    return query, name

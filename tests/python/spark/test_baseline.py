@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from stream_helpers import start_spark_windowed_count
 
 from floodmark.spark.baseline import spark_global_watermark_late
 
@@ -76,7 +77,6 @@ def real_spark_drops(
     processing-time trigger that always finds new records runs them: back to back; at an
     empty tick, the no-data batch Spark runs by default. Grouping by the record too makes
     each dropped row one record. Also returns the rows each batch read, in batch order."""
-    from pyspark.sql import functions as F
 
     src, staged = folder / "src", folder / "staged"
     src.mkdir()
@@ -92,26 +92,12 @@ def real_spark_drops(
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
         return path
 
-    stream = (
-        spark.readStream.schema(", ".join(f"{n} long" for n in names))
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(src))
-        .withColumn("ts", F.timestamp_millis("event_time"))
-        .withWatermark("ts", delay)
-        .groupBy(F.window("ts", "10 seconds"), "key", "partition", "event_time")
-        .count()
-    )
-    name = f"fm_base_{int(time.time() * 1000)}"
     previous = spark.conf.get("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true")
     try:
-        query = (
-            stream.writeStream.outputMode("append")
-            .format("memory")
-            .queryName(name)
-            .option("checkpointLocation", str(folder / "ckpt"))
-            .start()
-        )
+        schema = ", ".join(f"{n} long" for n in names)
+        by = ["key", "partition", "event_time"]
+        query, name = start_spark_windowed_count(spark, src, schema, delay, by, folder / "ckpt")
 
         def done() -> dict[int, int]:  # rows read per batch id (idle reports repeat one)
             return {p["batchId"]: p["numInputRows"] for p in query.recentProgress}

@@ -4,12 +4,12 @@ output, or the dropped output; bad input is reported, never a crash."""
 from __future__ import annotations
 
 import os
-import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from stream_helpers import start_spark_windowed_count
 
 from floodmark import SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.datagen import StreamSpec, generate
@@ -243,7 +243,6 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
     watermark keeps them. Both counts are asserted per partition, and Spark's drops
     equal floodmark's model of them (`spark_global_watermark_late`, used by the demo)."""
     import pyarrow.parquet as pq
-    from pyspark.sql import functions as F
 
     from floodmark.spark.baseline import spark_global_watermark_late
 
@@ -284,22 +283,9 @@ def test_streaming_withwatermark_drops_rows_floodmark_keeps(spark: Any, tmp_path
         path = src / f"batch-{i:04d}.parquet"
         pq.write_table(part, path)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
-    stream = (
-        spark.readStream.schema(spark.createDataFrame(table.slice(0, 1)).schema)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(src))
-        .withColumn("ts", F.timestamp_millis("event_time"))
-        .withWatermark("ts", "2 seconds")
-        .groupBy(F.window("ts", "10 seconds"), "key", "partition")
-        .count()
-    )
-    name = f"fm_cmp_{int(time.time() * 1000)}"
-    query = (
-        stream.writeStream.outputMode("append")
-        .format("memory")
-        .queryName(name)
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .start()
+    schema = spark.createDataFrame(table.slice(0, 1)).schema
+    query, name = start_spark_windowed_count(
+        spark, src, schema, "2 seconds", ["key", "partition"], tmp_path / "ckpt"
     )
     query.processAllAvailable()
     query.stop()
