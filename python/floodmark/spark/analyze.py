@@ -15,7 +15,7 @@ changes nothing else: ``W_B(t) = W_0(t) - B`` (``MIN`` stays ``MIN``). Hence:
 
 So one pass of the timeline builder gives one timeline per idle timeout, Spark reads
 ``W_0`` per record by its arrival bucket (constant arrays, see
-:func:`floodmark.spark.lookup.with_bucket_values`), then a handful of sums per
+:func:`floodmark.spark.lookup.with_in_force`), then a handful of sums per
 candidate bound. Quantiles are
 nearest-rank over the on-time firings (``fired_at - window_end``); windows fired only by
 the end of input are counted in ``fired_at_end`` and left out of the quantiles.
@@ -37,7 +37,7 @@ from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, quote
 from floodmark.spark.late import element_late
-from floodmark.spark.lookup import in_force_by_bucket, with_bucket_values
+from floodmark.spark.lookup import with_in_force
 from floodmark.spark.plan import make_plan, valid_rows
 from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
@@ -191,20 +191,9 @@ def analyze_bounds(
             .select(*[F.col(quote(c)) for c in needed])
             .withColumn("__fm_arrival", arr.ticks())
         )
-        per_bucket = [in_force_by_bucket(tl) for tl in timelines]
-        if per_bucket[0] is not None:
-            first = per_bucket[0][0]
-            recs = with_bucket_values(
-                recs,
-                base,
-                first,
-                {f"__fm_w{j}": found[1] for j, found in enumerate(per_bucket) if found is not None},
-                "__fm_arrival",
-            )
-        else:  # no placeable record: no watermark anywhere
-            recs = recs.select(
-                "*", *[F.lit(I64_MIN).alias(f"__fm_w{j}") for j in range(len(timelines))]
-            )
+        recs = with_in_force(
+            recs, {f"__fm_w{j}": tl for j, tl in enumerate(timelines)}, "__fm_arrival"
+        )
         recs = recs.withColumn("__fm_ts", ev.ticks())
         js = range(len(idle_timeouts))
         minimum = F.lit(I64_MIN)

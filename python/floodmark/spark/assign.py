@@ -20,12 +20,7 @@ from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import clashing, name_key, quote
 from floodmark.spark.late import behind_watermark
-from floodmark.spark.lookup import (
-    in_force_by_bucket,
-    join_bucket_frame,
-    join_buckets,
-    with_bucket_values,
-)
+from floodmark.spark.lookup import bucket_slots, join_bucket_frame, join_buckets, with_in_force
 from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
@@ -90,27 +85,18 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
 def read_by_arrival(df: DataFrame, timeline: Timeline) -> DataFrame:
     """Stage 3 when a per-channel pass gave the records their channel watermark (a
     generator that emits on records, or the records path): they read the combined
-    watermark by arrival (between grid times for such a generator, by bucket
-    otherwise)."""
+    watermark by arrival (:func:`floodmark.spark.lookup.with_in_force`)."""
     from pyspark.sql import functions as F
 
-    from floodmark.spark.per_channel import in_force_by_arrival
-
     plan = timeline.plan
-    found = in_force_by_bucket(timeline)  # None for such a generator
-    if timeline.records is None or (found is None and not timeline.record_driven):
+    if timeline.records is None or (bucket_slots(timeline) == 0 and not timeline.record_driven):
         # no placeable record
         placed = df.where(F.lit(False)).select("*", F.lit(None).cast("bigint").alias(_CWM))
         looked = placed.select("*", F.lit(None).cast("bigint").alias(_WM))
     else:
         placed = timeline.records.withColumnRenamed("channel_watermark", _CWM)
-        if found is None:
-            looked = in_force_by_arrival(placed, timeline, plan.arrival.ticks())
-            looked = looked.withColumnRenamed("__fm_pc_wm", _WM)
-        else:
-            placed = placed.select("*", plan.arrival.ticks().alias(_ARRIVAL))
-            looked = with_bucket_values(placed, plan, found[0], {_WM: found[1]}, _ARRIVAL)
-            looked = looked.drop(_ARRIVAL)
+        placed = placed.select("*", plan.arrival.ticks().alias(_ARRIVAL))
+        looked = with_in_force(placed, {_WM: timeline}, _ARRIVAL).drop(_ARRIVAL)
     wm = F.col(_WM)
     kept = [F.col(quote(c)) for c in df.columns]
     good = looked.select(

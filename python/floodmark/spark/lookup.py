@@ -7,8 +7,13 @@ Two kinds of values, read from what the timeline stage left:
   ``(k - 1) * interval`` (advances happen on the emission grid), the same for every
   channel: O(span / emit_interval) values. :func:`in_force_by_bucket` gives them,
   :func:`in_force_column` reads them from one constant array in the plan (at most
-  :data:`MAX_CONSTANT_SLOTS` buckets), :func:`with_bucket_values` from constant arrays
-  or, for a longer span, a broadcast join on the bucket.
+  :data:`MAX_CONSTANT_SLOTS` buckets). Over a longer span (or for a generator that
+  emits on records, whose watermark changes between grid times)
+  :func:`with_in_force` reads it by arrival instead, on the executors, from the
+  timeline's advances (:func:`in_force_at`: the last strictly before the arrival,
+  which on the grid is the bucket's value): no value per bucket is built, so the cost
+  follows the records whatever the span (a table of every bucket, broadcast, took 39 s
+  for 3,000 records over 30 days and ran out of memory over 150).
 * **Per (channel, bucket)**: the channel watermark (``assign_watermarks``). When the
   per-(channel, bucket) table came to the driver (small), its slot is one number,
   ``(bucket - first bucket) * channels + channel offset``, looked up the cheapest way
@@ -37,7 +42,7 @@ their offset from a second broadcast join against the distinct channels, tiny.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -61,10 +66,10 @@ MAX_ARITHMETIC_SPAN = 1 << 20
 #: Tables of at most this many (bucket, channel) slots are constant arrays in the plan.
 MAX_CONSTANT_SLOTS = 1 << 19
 
-#: The widest span of arrivals, in emission intervals, whose per-bucket watermarks are
-#: built (:func:`in_force_by_bucket`: 8 bytes each, 512 MiB here; 155 days at 200 ms).
-#: Wider is refused naming the arrival column: an outlier or a wrong unit, most often.
-MAX_SPAN_BUCKETS = 1 << 26
+#: The most changes of a record-driven generator's combined watermark shipped to the
+#: executors (every Python worker holds them); a periodic generator's advances are at
+#: most one per emission interval of the span and are not capped.
+MAX_SHIPPED_TIMELINE = 1 << 22
 #: One key holds at most this many (bucket, channel) slots; wider tables join on the pair.
 MAX_KEYS = 1 << 62
 _KEY, _ARRIVAL, _BUCKET = "__fm_lk_key", "__fm_lk_arrival", "__fm_lk_bucket"
@@ -276,17 +281,24 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
     return joined.drop(_KEY, _ARRIVAL, _BUCKET, _OFFSET)
 
 
+def in_force_at(times: np.ndarray, wms: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+    """The combined watermark in force at each of ``arrivals`` (ticks): the last of
+    ``wms`` (at ``times``, sorted) strictly before it; ``MIN`` before the first (or
+    with none at all, e.g. ``WatermarkStrategy.no_watermarks()``)."""
+    if len(wms) == 0:
+        return np.full(len(arrivals), I64_MIN, np.int64)
+    idx = np.searchsorted(times, arrivals, side="left") - 1
+    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+
+
 def watermark_in_force(
     times: np.ndarray, wms: np.ndarray, buckets: np.ndarray, interval: int
 ) -> np.ndarray:
-    """The watermark in force for a record of each bucket: the last of ``wms`` (at
-    ``times``, sorted) strictly before its arrival, i.e. at or before
-    ``(bucket - 1) * interval``; ``MIN`` before the first (or with none at all, e.g.
-    ``WatermarkStrategy.no_watermarks()``)."""
-    if len(wms) == 0:
-        return np.full(len(buckets), I64_MIN, np.int64)
-    idx = np.searchsorted(times, (buckets - 1) * interval, side="right") - 1
-    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
+    """The watermark in force for a record of each bucket (arrival in ``((bucket - 1)
+    * interval, bucket * interval]``): :func:`in_force_at` the bucket's first tick. As
+    advances happen on the grid, that is the last at or before ``(bucket - 1) *
+    interval``, the same for every record of the bucket."""
+    return in_force_at(times, wms, (buckets - 1) * interval + 1)
 
 
 def bucket_slots(timeline: Timeline) -> int:
@@ -299,18 +311,12 @@ def bucket_slots(timeline: Timeline) -> int:
 def in_force_by_bucket(timeline: Timeline) -> tuple[int, np.ndarray] | None:
     """``(first bucket, the combined watermark in force per bucket)`` from the first
     bucket to one past the last (a bucket before has no watermark, one after every
-    advance's); None when there is no bucket (no record to look up)."""
+    advance's); None when there is no bucket (no record to look up). O(span /
+    emit_interval) values: the callers ask only for spans that fit a constant array."""
     if timeline.first_bucket is None or timeline.last_bucket is None or timeline.record_driven:
         return None  # (a generator emitting on records changes it between grid times)
     times, wms = timeline.advances()
     first, last = timeline.first_bucket, timeline.last_bucket
-    if bucket_slots(timeline) > MAX_SPAN_BUCKETS:
-        raise InvalidInputError(
-            timeline.plan.arrival.name,
-            f"the arrivals span {last - first + 1:,} emission intervals (buckets {first:,} "
-            f"to {last:,}), more than the {MAX_SPAN_BUCKETS:,} whose watermarks in force "
-            "are built; check the arrival column's unit (arrival_unit) and its outliers",
-        )
     ks = np.arange(first, last + 2, dtype=np.int64)
     return first, watermark_in_force(times, wms, ks, timeline.plan.interval)
 
@@ -352,29 +358,83 @@ def in_force_column(spark: SparkSession, timeline: Timeline, arrival: str) -> Co
     return bucket_array_column(spark, timeline.plan, found[0], found[1], arrival)
 
 
-def with_bucket_values(
-    recs: DataFrame, plan: WatermarkPlan, first: int, values: dict[str, np.ndarray], arrival: str
-) -> DataFrame:
-    """``recs`` plus one column per entry of ``values`` (per bucket, as in
-    :func:`bucket_array_column`), read by the bucket of the column ``arrival`` (ticks):
-    constant arrays, or a broadcast join on the bucket (O(span / emit_interval) rows)
-    when they do not fit."""
+def shipped_advances(timeline: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    """``timeline``'s advances, to be shipped to the executors (the records' watermarks
+    in force, the keyed operator's advances): a periodic generator's are at most one
+    per emission interval; a record-driven one's at most :data:`MAX_SHIPPED_TIMELINE`.
+
+    Raises:
+        InvalidInputError: a record-driven timeline with more advances, naming the
+            punctuated strategy's marker column, or ``strategy`` for a user generator.
+    """
+    times, wms = timeline.advances()
+    if timeline.record_driven and len(times) > MAX_SHIPPED_TIMELINE:
+        marker = timeline.plan.marker
+        raise InvalidInputError(
+            marker.name if marker is not None else "strategy",
+            f"the combined watermark of this generator grew {len(times):,} times, more "
+            f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
+            "executors; a periodic strategy changes it at most once per emission interval",
+        )
+    return times, wms
+
+
+def with_in_force(recs: DataFrame, timelines: dict[str, Timeline], arrival: str) -> DataFrame:
+    """``recs`` plus one column per entry of ``timelines``: that timeline's combined
+    watermark in force at each record's arrival (the column ``arrival``, ticks).
+
+    From constant arrays by bucket (:func:`in_force_column`) when every timeline is
+    periodic and its span fits; otherwise read on the executors by arrival
+    (:func:`in_force_at`) from the advances shipped to each Python worker
+    (:func:`shipped_advances`): the cost then follows the records, not the span.
+    """
     from pyspark.sql import functions as F
 
     spark = recs.sparkSession
-    columns = {n: bucket_array_column(spark, plan, first, v, arrival) for n, v in values.items()}
+    columns = {
+        name: F.lit(I64_MIN)  # no bucket: no placeable record, no watermark
+        if bucket_slots(tl) == 0 and not tl.record_driven
+        else in_force_column(spark, tl, arrival)
+        for name, tl in timelines.items()
+    }
     if all(c is not None for c in columns.values()):
         return recs.select("*", *[c.alias(n) for n, c in columns.items() if c is not None])
-    n = len(next(iter(values.values())))
-    table = pa.table({_BUCKET: np.arange(first, first + n, dtype=np.int64), **values})
-    bucket = plan.bucket(arrival)
-    joined = recs.withColumn(
-        _BUCKET, F.when(bucket >= first, F.least(bucket, F.lit(first + n - 1)))
-    ).join(F.broadcast(local_frame(spark, table)), on=_BUCKET, how="left")
-    return joined.select(
-        *[F.col(quote(c)) for c in recs.columns],
-        *[F.coalesce(F.col(quote(name)), F.lit(I64_MIN)).alias(name) for name in values],
+    return in_force_on_executors(
+        recs, {name: shipped_advances(tl) for name, tl in timelines.items()}, arrival
     )
+
+
+def in_force_on_executors(
+    recs: DataFrame, advances: dict[str, tuple[np.ndarray, np.ndarray]], arrival: str
+) -> DataFrame:
+    """``recs`` plus one column per entry of ``advances`` (``(times, watermarks)``):
+    :func:`in_force_at` the column ``arrival``, in one pass over the records in
+    Python."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    names = recs.columns
+    at = names.index(arrival)
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            arrivals = b.column(at).to_numpy(zero_copy_only=False)
+            for times, wms in advances.values():
+                b = b.append_column(
+                    f"__fm_c{b.num_columns}", pa.array(in_force_at(times, wms, arrivals))
+                )
+            yield b
+
+    positional = recs.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    schema = StructType(
+        [
+            *[StructField(f"__fm_c{i}", f.dataType) for i, f in enumerate(recs.schema.fields)],
+            *[
+                StructField(f"__fm_c{len(names) + j}", LongType(), False)
+                for j in range(len(advances))
+            ],
+        ]
+    )
+    return positional.mapInArrow(read, schema).toDF(*names, *advances)
 
 
 def join_bucket_frame(df: DataFrame, plan: WatermarkPlan, frame: DataFrame) -> DataFrame:
@@ -397,11 +457,14 @@ __all__ = [
     "MAX_ARITHMETIC_SPAN",
     "MAX_CONSTANT_SLOTS",
     "MAX_KEYS",
-    "MAX_SPAN_BUCKETS",
+    "MAX_SHIPPED_TIMELINE",
+    "in_force_at",
     "in_force_by_bucket",
     "in_force_column",
+    "in_force_on_executors",
     "join_bucket_frame",
     "join_buckets",
+    "shipped_advances",
     "watermark_in_force",
-    "with_bucket_values",
+    "with_in_force",
 ]

@@ -18,7 +18,8 @@ through that pass and comes back with it.
 
 The combined watermark of such a generator changes at records' arrival times, not on a
 grid: a record reads the last change strictly before its arrival from the timeline
-itself (shipped to the executors, at most :data:`MAX_SHIPPED_TIMELINE` rows), and the
+itself (its advances shipped to the executors, at most
+:data:`floodmark.spark.lookup.MAX_SHIPPED_TIMELINE`), and the
 window stage runs the keyed operator with the timeline's advances.
 """
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 #: The per-channel streams come to the driver when they have at most this many rows.
 MAX_DRIVER_EMISSIONS = 1 << 20
 #: The most timeline rows shipped to the executors for records to read their watermark.
-MAX_SHIPPED_TIMELINE = 1 << 22
 _CH, _ARR, _TS, _MARK = "__fm_pc_channel", "__fm_pc_arrival", "__fm_pc_ts", "__fm_pc_marker"
 EMISSIONS_SCHEMA = pa.schema(
     [
@@ -393,62 +393,7 @@ def records_schema(df: DataFrame) -> Any:
     return StructType([*df.schema.fields, StructField("channel_watermark", LongType())])
 
 
-def check_shipped(timeline: Timeline, rows: int) -> None:
-    """Refuses to ship ``rows`` rows of a record-driven ``timeline`` to the executors
-    (the records' watermarks in force, the keyed operator's advances) when they are
-    more than :data:`MAX_SHIPPED_TIMELINE`: each Python worker would hold them all.
-
-    Raises:
-        InvalidInputError: naming the punctuated strategy's marker column, or
-            ``strategy`` for a user generator.
-    """
-    if timeline.record_driven and rows > MAX_SHIPPED_TIMELINE:
-        marker = timeline.plan.marker
-        raise InvalidInputError(
-            marker.name if marker is not None else "strategy",
-            f"the combined watermark of this generator changed {rows:,} times, more "
-            f"than the {MAX_SHIPPED_TIMELINE:,} the records can read it from on the "
-            "executors; a periodic strategy changes it at most once per emission interval",
-        )
-
-
-def in_force_by_arrival(records: DataFrame, timeline: Timeline, arrival: Any) -> DataFrame:
-    """``records`` plus ``__fm_pc_wm``: the combined watermark in force at each
-    record's arrival (the last timeline change strictly before it), read on the
-    executors from the timeline (at most :data:`MAX_SHIPPED_TIMELINE` rows)."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    times = timeline.table.column("time").to_numpy(zero_copy_only=False)
-    wms = timeline.table.column("watermark").to_numpy(zero_copy_only=False)
-    check_shipped(timeline, len(times))
-    with_arrival = records.select("*", arrival.alias(_ARR))
-    names = with_arrival.columns
-
-    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            arr = b.column(len(names) - 1).to_numpy(zero_copy_only=False)
-            at = np.searchsorted(times, arr, side="left") - 1
-            found = np.where(at >= 0, wms[np.maximum(at, 0)] if len(wms) else I64_MIN, I64_MIN)
-            yield b.append_column("__fm_pc_wm", pa.array(found.astype(np.int64)))
-
-    positional = with_arrival.toDF(*[f"__fm_c{i}" for i in range(len(names))])
-    schema = StructType(
-        [
-            *[
-                StructField(f"__fm_c{i}", f.dataType)
-                for i, f in enumerate(with_arrival.schema.fields)
-            ],
-            StructField("__fm_pc_wm", LongType()),
-        ]
-    )
-    looked = positional.mapInArrow(read, schema)
-    return looked.toDF(*names, "__fm_pc_wm").drop(_ARR)
-
-
 __all__ = [
     "MAX_DRIVER_EMISSIONS",
-    "MAX_SHIPPED_TIMELINE",
-    "check_shipped",
-    "in_force_by_arrival",
     "per_channel_timeline",
 ]

@@ -438,20 +438,14 @@ def compute_timelines(
         and not reduces(df, plan)
         and floodmark_on_executors(df.sparkSession)
     ):
-        from floodmark.spark.lookup import MAX_SPAN_BUCKETS, bucket_slots
-
         records = placeable(df, plan, "max_ts")
         found = on_executors(records, plan, chosen, False, keep, probe, records=True, stats=stats)
         tl = found[0]
-        # The records read the combined watermark per bucket of the span; over a span
-        # too wide for that (an outlier arrival) the aggregation's join serves them:
-        # the choice stays one of speed.
-        if not channel_watermarks or bucket_slots(tl) <= MAX_SPAN_BUCKETS:
-            if channel_watermarks and tl.first_bucket is not None:
-                tl.records = channel_pass.with_channel_watermarks(
-                    df, plan, tl.channels, tl.first_bucket
-                )
-            return found
+        if channel_watermarks and tl.first_bucket is not None:
+            tl.records = channel_pass.with_channel_watermarks(
+                df, plan, tl.channels, tl.first_bucket
+            )
+        return found
     agg = bucket_aggregate(df, plan, stats)
     agg.persist(StorageLevel.MEMORY_AND_DISK)
     try:

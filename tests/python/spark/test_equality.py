@@ -249,6 +249,11 @@ def test_assign_watermarks_every_lookup_key(
 def test_assign_watermarks_joins_only_when_the_table_is_large(
     spark: Any, table: pa.Table, constant: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On the bucket table's paths (the records path reads the combined watermark by
+    arrival on the executors where the constant arrays do not fit: no join either)."""
+    from floodmark.spark import timeline
+
+    monkeypatch.setattr(timeline, "RECORDS_DENSITY", 2.0)  # never the records path
     if not constant:
         monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
     out = assign_watermarks(

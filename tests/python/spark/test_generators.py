@@ -23,7 +23,13 @@ from floodmark import (
 )
 from floodmark.datagen import StreamSpec, generate
 from floodmark.replay import replay
-from floodmark.spark import assign_watermarks, per_channel, watermark_timeline, window_aggregate
+from floodmark.spark import (
+    assign_watermarks,
+    lookup,
+    per_channel,
+    watermark_timeline,
+    window_aggregate,
+)
 
 SPEC = StreamSpec(
     rows=4_000,
@@ -267,8 +273,8 @@ def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
     (it named its own message as the column)."""
     from floodmark.exceptions import InvalidInputError
 
-    monkeypatch.setattr(per_channel, "MAX_SHIPPED_TIMELINE", 3)
-    with pytest.raises(InvalidInputError, match=r"changed .* times") as err:
+    monkeypatch.setattr(lookup, "MAX_SHIPPED_TIMELINE", 3)
+    with pytest.raises(InvalidInputError, match=r"grew .* times") as err:
         assign_watermarks(
             spark.createDataFrame(table),
             STRATEGIES["punctuated+idle"],
@@ -279,7 +285,7 @@ def test_a_timeline_too_long_to_ship_is_refused_naming_the_marker(
     assert err.value.column == "marker"
     kw: dict[str, Any] = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
     window = TumblingEventTimeWindows.of(timedelta(seconds=5))
-    with pytest.raises(InvalidInputError, match=r"changed .* times") as err:
+    with pytest.raises(InvalidInputError, match=r"grew .* times") as err:
         window_aggregate(  # the keyed operator's advances are the same timeline
             spark.createDataFrame(table), STRATEGIES["punctuated+idle"], window, key="key", **kw
         )

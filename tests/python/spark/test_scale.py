@@ -418,3 +418,78 @@ def test_one_partition_shuffles_only_what_already_shuffles(spark: Any) -> None:
     assert "Coalesce" in physical(timeline.one_partition(scan))
     grouped = scan.groupBy("channel").count()
     assert "SinglePartition" in physical(timeline.one_partition(grouped))
+
+
+def long_sparse_stream(days: int = 60, rows: int = 3_000, seed: int = 5) -> pa.Table:
+    """Four channels over ``days`` days (~26M buckets of 200 ms at 60), a few thousand
+    records: the records path's input (about one (channel, bucket) per record)."""
+    rng = np.random.default_rng(seed)
+    arrival = np.sort(rng.integers(0, days * 86_400_000, rows))
+    behind = np.where(np.arange(rows) % 10 == 9, 86_400_000, 0)  # every tenth a day late
+    return pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "partition": pa.array(rng.integers(0, 4, rows), pa.int64()),
+            "event_time": pa.array(arrival - behind - rng.integers(0, 2_000, rows), pa.int64()),
+            "arrival": pa.array(arrival, pa.int64()),
+            "key": pa.array(rng.integers(0, 3, rows), pa.int64()),
+        }
+    )
+
+
+@pytest.mark.parametrize("lookup_by", ["constant arrays", "arrival on the executors"])
+def test_a_long_sparse_span_reads_the_watermark_by_arrival(
+    spark: Any, lookup_by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a span too long for a constant array per bucket (2^19: ~29 h at 200 ms) the
+    records read the combined watermark by arrival from the timeline's advances, on the
+    executors: equal to the engine, and nothing per bucket of the span is built or
+    shipped (a table of every bucket was broadcast: 39 s for 3,000 records over 30
+    days, out of memory over 150). Forced on a short input too, where the constant
+    arrays give the same rows."""
+    from floodmark.spark import lookup
+    from floodmark.spark.analyze import analyze_bounds
+
+    take_path("records", monkeypatch)
+    if lookup_by == "constant arrays":
+        stream = sparse_stream(channels=50)
+    else:
+        stream = long_sparse_stream()
+
+        def per_bucket(*args: Any) -> Any:
+            raise AssertionError("no value per bucket over this span")
+
+        monkeypatch.setattr(lookup, "in_force_by_bucket", per_bucket)
+    frame = spark.createDataFrame(stream)
+    cols = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    got = assign_watermarks(frame, STRATEGY, **cols).toArrow().sort_by("id")
+    want = engine(stream).records.sort_by("id")
+    for name in ("channel_watermark", "watermark", "is_late"):
+        assert got[name].to_pylist() == want[name].to_pylist(), name
+    assert 0 < sum(want["is_late"].to_pylist()) < stream.num_rows
+    bounds = [timedelta(0), timedelta(milliseconds=300), timedelta(seconds=1)]
+
+    def analyzed() -> pa.Table:
+        return analyze_bounds(
+            frame,
+            bounds=bounds,
+            idle_timeouts=[None, timedelta(seconds=2)],
+            window=TumblingEventTimeWindows.of(timedelta(seconds=10)),
+            key="key",
+            **cols,
+        )
+
+    table = analyzed()
+    for row in table.to_pylist():
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(row["bound"])
+        if row["idle_timeout"] is not None:
+            strategy = strategy.with_idleness(row["idle_timeout"])
+        marked = replay(stream, strategy, **cols).records
+        assert row["late"] == sum(marked["is_late"].to_pylist()), row
+    if lookup_by == "constant arrays":  # the executors' lookup, forced, agrees
+        monkeypatch.setattr(lookup, "MAX_CONSTANT_SLOTS", 0)
+        forced = assign_watermarks(frame, STRATEGY, **cols).toArrow().sort_by("id")
+        assert forced.equals(got)
+        again = analyzed()
+        for name in table.column_names:  # (NaN delays where no window fired)
+            np.testing.assert_array_equal(again[name].to_numpy(), table[name].to_numpy())

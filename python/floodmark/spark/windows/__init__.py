@@ -27,7 +27,7 @@ from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
-from floodmark.spark.per_channel import check_shipped
+from floodmark.spark.lookup import shipped_advances
 from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.spark.windows.keyed import keyed_outputs
@@ -172,8 +172,7 @@ def window_aggregate(
             emissions=emissions,
             probe=late_probe(plan) if native_candidate else None,
         )
-        times, wms = timeline.advances()
-        check_shipped(timeline, len(times))
+        times, wms = shipped_advances(timeline)
         native = native_outputs(df, plan, timeline, times, wms)
         if native is not None:
             return WindowedOutput(
