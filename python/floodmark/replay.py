@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.arrays import as_table, time_column, time_ticks
-from floodmark.exceptions import InvalidParameterError, SchemaError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration, to_ticks
 from floodmark.timeline import (
@@ -186,15 +186,25 @@ def watermarks(
         start, until = int(arrival.min()), int(arrival.max())
         for c in range(num_channels):
             rows = np.flatnonzero(channel == c)
-            res = drive(
-                strategy,
-                event_time[rows],
-                arrival[rows],
-                emit_interval=interval,
-                start=start,
-                until=until,
-                marker=None if marker is None else marker.take(pa.array(rows)),
-            )
+            try:
+                res = drive(
+                    strategy,
+                    event_time[rows],
+                    arrival[rows],
+                    emit_interval=interval,
+                    start=start,
+                    until=until,
+                    marker=None if marker is None else marker.take(pa.array(rows)),
+                )
+            except InvalidParameterError as err:
+                if err.parameter != "until":
+                    raise
+                raise InvalidInputError(  # `until` is the last arrival: the input's
+                    "arrival",
+                    f"the last arrival ({until}) is too close to the top of the 64-bit "
+                    "range: its grid time ceil(arrival / emit_interval) * emit_interval "
+                    "overflows i64",
+                ) from None
             channel_wm[rows] = res.record_watermark.to_numpy(zero_copy_only=False)
             em = res.emissions
             parts.append(em.add_column(0, "channel", pa.array(np.full(em.num_rows, c))))

@@ -89,8 +89,10 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
         num_channels: the number of input channels of the valve.
 
     Returns:
-        One row per valve emission: ``time`` int64, ``watermark`` int64 (combined,
-        after the change), ``status`` string (``"active"``/``"idle"``),
+        One row per time at which the combined watermark or status changed (the
+        state after all of that time's rows, so two valve emissions at one time are
+        one row): ``time`` int64, ``watermark`` int64 (combined, after the change),
+        ``status`` string (``"active"``/``"idle"``),
         ``min_channel`` int64 (the aligned channel holding the minimum, or null),
         ``advance`` bool (the combined watermark grew: an advance for the windows).
 

@@ -928,6 +928,9 @@ impl TimelineBuilder {
             }
             if ended {
                 // The split finished: Flink releases its output from the multiplexer.
+                // Its channel reports `MAX` (after `active` if it was idle), as a
+                // split with a subtask of its own does.
+                let was_idle = sub.partial(c).1;
                 sub.mux[owner].unregister_at(pos);
                 sub.slot[c] = None;
                 for j in sub.slot.iter_mut().zip(&sub.owner) {
@@ -939,11 +942,14 @@ impl TimelineBuilder {
                 }
                 due[c] = None;
                 if self.keep_emissions {
-                    self.emissions.push(ChannelEmission {
-                        channel: c,
-                        time: t,
-                        emission: Emission::Watermark(i64::MAX),
-                    });
+                    let active = was_idle.then_some(Emission::Active);
+                    for emission in active.into_iter().chain([Emission::Watermark(i64::MAX)]) {
+                        self.emissions.push(ChannelEmission {
+                            channel: c,
+                            time: t,
+                            emission,
+                        });
+                    }
                 }
                 return Ok(());
             }

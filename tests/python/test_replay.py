@@ -250,3 +250,19 @@ def test_a_categorical_channel_or_key_replays_as_its_values() -> None:
     for kind in ("results", "late", "dropped"):
         a, b = getattr(want, kind), getattr(got, kind)
         assert b.to_pydict() == a.to_pydict(), kind
+
+
+@pytest.mark.parametrize("kind", ["punctuated", "bounded"])
+def test_an_arrival_at_the_top_of_the_range_is_refused_naming_arrival(kind: str) -> None:
+    """The record-driven route blamed ``until``, a parameter replay does not have."""
+    from floodmark.exceptions import InvalidInputError
+
+    strategy = (
+        WatermarkStrategy.for_punctuated("m")
+        if kind == "punctuated"
+        else WatermarkStrategy.for_bounded_out_of_orderness(0)
+    )
+    table = pa.table({"ch": [0], "at": [2**63 - 6], "ts": [1], "m": [1]})
+    with pytest.raises(InvalidInputError) as err:
+        replay(table, strategy, channel="ch", arrival="at", event_time="ts", emit_interval=200)
+    assert err.value.column == "arrival"

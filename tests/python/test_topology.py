@@ -339,6 +339,31 @@ def test_per_channel_end_fires_windows_at_an_intermediate_minimum() -> None:
     assert windows(apart) == [(0, 3, 99), (100, 1, I64_MAX), (2000, 1, I64_MAX)]
 
 
+def test_a_split_ending_while_idle_is_marked_active_in_either_topology() -> None:
+    """One split per subtask is the same Flink job as the default topology: a split
+    that ends while idle reports ``active`` before its ``MAX`` in both (the subtasks'
+    path left the ``active`` out, so the report drew it idle to the end)."""
+    from floodmark.timeline import TimelineBuilder
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0).with_idleness(100)
+    streams = []
+    for kw in ({}, {"subtasks": [0, 1]}):
+        b = TimelineBuilder(
+            strategy, 2, emit_interval=100, keep_emissions=True, end_buckets=[3, 5], **kw
+        )
+        b.push([0, 1, 1], [0, 0, 500], [5, 5, 7])
+        b.finish()
+        em = pa.Table.from_batches([b.take_emissions()])
+        streams.append([r for r in em.to_pylist() if r["channel"] == 0])
+    assert [(r["time"], r["kind"]) for r in streams[0]] == [
+        (0, "watermark"),
+        (300, "idle"),
+        (300, "active"),
+        (300, "watermark"),
+    ]
+    assert streams[1] == streams[0]
+
+
 def watermark_at(timeline: list[tuple[int, int, str]], t: int) -> int:
     before = [w for time, w, _ in timeline if time <= t]
     return before[-1] if before else I64_MIN
