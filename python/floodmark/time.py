@@ -102,6 +102,15 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     return max(I64_MIN, min(I64_MAX, ticks))
 
 
+def whole_ticks(value: timedelta, unit: str) -> bool:
+    """Whether ``value`` is a whole number of ticks of ``unit`` (:func:`to_ticks`
+    truncates one that is not)."""
+    check_unit(unit)
+    micros = value // timedelta(microseconds=1)
+    per_s = TICKS_PER_SECOND[unit]
+    return per_s >= 1_000_000 or micros % (1_000_000 // per_s) == 0
+
+
 def format_duration(value: timedelta) -> str:
     """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
     micros = value // timedelta(microseconds=1)
@@ -125,4 +134,5 @@ __all__ = [
     "check_unit",
     "format_duration",
     "to_ticks",
+    "whole_ticks",
 ]

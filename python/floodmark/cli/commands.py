@@ -12,20 +12,25 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from floodmark.cli.args import Agg, WindowSpec, resolve_aggs
-from floodmark.cli.errors import SparkFailure, UsageError
+from floodmark.cli.errors import SparkFailure, UsageError, fail
 from floodmark.cli.inputs import InputFile, check_columns, check_input, read_input, typed_if_empty
 from floodmark.cli.outputs import OutputFolder
 from floodmark.progress import QUIET_SPARK_CONF, SPARK_LOG, Progress
-from floodmark.time import format_duration
+from floodmark.time import format_duration, whole_ticks
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -151,6 +156,20 @@ class PipelineSpec:
             out["allowed lateness"] = format_duration(self.allowed_lateness)
         return out
 
+    def durations(self) -> list[tuple[str, timedelta | None, bool]]:
+        """``(flag, duration, counted in event time)`` for every duration of the spec
+        (event time: the bound, the window, the lateness; arrival time: the idle
+        timeout, the emit interval)."""
+        slide = [("--window", self.window.slide, True)] if self.window.slide else []
+        return [
+            ("--bound", self.bound, True),
+            ("--window", self.window.size, True),
+            *slide,
+            ("--allowed-lateness", self.allowed_lateness, True),
+            ("--idle", self.idle, False),
+            ("--emit-interval", self.emit_interval, False),
+        ]
+
     def named_columns(self) -> list[tuple[str, str | None]]:
         """``(flag, column)`` for every column the flags name."""
         return [
@@ -184,15 +203,66 @@ class PipelineSpec:
         return [self.event_time, *([self.arrival] if self.arrival else []), *values]
 
 
+def check_whole_ticks(
+    df: DataFrame, spec: PipelineSpec, swept: Sequence[tuple[str, timedelta | None, bool]] = ()
+) -> None:
+    """Refuse a duration that is not a whole number of its column's ticks (``--window
+    tumbling:1500us`` over a column of ms): the library truncates it, as Flink's
+    ``Duration.toMillis()`` does, and the run would silently use another value than
+    the one typed (and shown in the report). ``swept``: ``analyze``'s candidates.
+
+    Raises:
+        UsageError: naming the flag, the value and the unit.
+    """
+    from floodmark.spark.columns import time_column
+
+    event = time_column(df, spec.event_time, spec.event_time_unit, "event_time").unit
+    arrival = (
+        time_column(df, spec.arrival, spec.arrival_unit, "arrival").unit if spec.arrival else "ms"
+    )
+    for flag, value, on_event in [*spec.durations(), *swept]:
+        unit = event if on_event else arrival
+        if value is not None and not whole_ticks(value, unit):
+            column = (
+                f"the --event-time column {spec.event_time}"
+                if on_event
+                else (f"the --arrival column {spec.arrival}" if spec.arrival else "row order")
+            )
+            raise UsageError(
+                f"{flag} {format_duration(value)} is not a whole number of {unit}, the "
+                f"ticks of {column}; give a multiple of 1{unit}"
+            )
+
+
+#: Set by Ctrl-C while Spark runs (:func:`_on_ctrl_c`).
+_CTRL_C = threading.Event()
+
+
+def _on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C once Spark runs: Python's own ``KeyboardInterrupt``, remembered.
+
+    PySpark's handler cancels the jobs from inside the signal handler, while the main
+    thread may be in a Py4J call (a page of reentrant-call tracebacks), and the job it
+    cancels then fails as "Spark failed" (exit 1). Here :func:`spark_errors` cancels
+    them after, and reads any Spark failure that follows an interrupt as the interrupt.
+    """
+    _CTRL_C.set()
+    raise KeyboardInterrupt
+
+
 def start_spark(master: str, progress: Progress) -> SparkSession:
     """The local (or ``master``'s) Spark session, started quietly
     (:func:`floodmark.cli.console.jvm_console_filtered`); the progress lines then
     follow its jobs."""
-    from floodmark.cli.console import jvm_console_filtered, spark_watch
+    from floodmark.cli.console import interrupts_logged_once, jvm_console_filtered, spark_watch
     from floodmark.spark import local_session
 
     with jvm_console_filtered():
         spark = local_session(master=master, conf=QUIET_SPARK_CONF)
+    interrupts_logged_once()
+    _CTRL_C.clear()
+    with suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, _on_ctrl_c)
     progress.watch = spark_watch(spark)
     return spark
 
@@ -253,6 +323,8 @@ def spark_errors(source: InputFile | None) -> Iterator[None]:
         yield
     except BaseException as err:
         _cancel_jobs()
+        if _CTRL_C.is_set() and not isinstance(err, KeyboardInterrupt):
+            raise KeyboardInterrupt from None  # a job failed because it was cancelled
         if not type(err).__module__.startswith(("pyspark", "py4j")):
             raise
         text = str(err)
@@ -264,12 +336,43 @@ def spark_errors(source: InputFile | None) -> Iterator[None]:
         raise SparkFailure(f"Spark failed: {message}") from None
 
 
+#: How long a failed or interrupted command waits for its cancelled jobs to stop.
+CANCEL_WAIT_S = 10.0
+
+
 def _cancel_jobs() -> None:
+    """Cancel Spark's jobs and wait (up to :data:`CANCEL_WAIT_S`) until no job and no
+    SQL command runs: a write whose Py4J call was interrupted goes on in the JVM (its
+    job setup, its abort) and would recreate the staging folder the command removes
+    next."""
     pyspark = sys.modules.get("pyspark")
     context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
-    if context is not None:
-        with suppress(Exception):  # the JVM may be gone already
-            context.cancelAllJobs()
+    if context is None:
+        return
+    with suppress(Exception):  # the JVM may be gone already
+        context.cancelAllJobs()
+        tracker = context.statusTracker()
+        store = _sql_status(pyspark)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while time.monotonic() < deadline and (
+            tracker.getActiveJobsIds() or (store is not None and _sql_running(store))
+        ):
+            time.sleep(0.05)
+
+
+def _sql_status(pyspark: Any) -> Any:
+    """The active session's SQL status store (its executions), None without one."""
+    session = pyspark.sql.SparkSession.getActiveSession()
+    return None if session is None else session._jsparkSession.sharedState().statusStore()
+
+
+def _sql_running(store: Any) -> bool:
+    """Whether an SQL execution has not completed (a write command included)."""
+    executions = store.executionsList().iterator()
+    while executions.hasNext():
+        if not executions.next().completionTime().isDefined():
+            return True
+    return False
 
 
 def pipeline(
@@ -414,11 +517,39 @@ def write_report(folder: Path, inputs: ReportInputs, max_late: float | None = No
     return html.write_report(folder, inputs, max_late=max_late)
 
 
-def print_summary(inputs: ReportInputs, page: Path, progress: Progress) -> int:
-    """The terminal summary and where the report is; exit code 0."""
+def write_run_report(folder: Path, inputs: ReportInputs) -> str | None:
+    """Write a run's report into ``folder``, beside the run's outputs.
+
+    The report is drawn from the run's own tables, so a failure here is a bug in
+    floodmark, not a fault of the input, and it must not cost the outputs already
+    computed (a day's backfill): the report's folder is removed, the run is moved into
+    place without it, and the failure is returned for :func:`print_summary` to print
+    (exit code 1, so that the bug stays visible). Ctrl-C is not caught."""
+    try:
+        write_report(folder, inputs)
+    except Exception as err:
+        shutil.rmtree(folder, ignore_errors=True)
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def print_summary(
+    inputs: ReportInputs, target: Path, progress: Progress, report_failure: str | None = None
+) -> int:
+    """The terminal summary and where the report is (``target/report/index.html``);
+    exit code 0, or 1 after a report that could not be drawn
+    (:func:`write_run_report`)."""
     from floodmark.report.summary import render_summary
 
     sys.stdout.write(render_summary(inputs))
+    if report_failure is not None:
+        return fail(
+            f"the report could not be drawn ({report_failure}); the run's other outputs "
+            f"are in {target}. This is a bug in floodmark: please report it with the "
+            "command line",
+            code=1,
+        )
+    page = target / "report" / "index.html"
     sys.stdout.write(f"\nreport: {page}\n(total {progress.elapsed():.1f} s)\n")
     return 0
 
@@ -437,15 +568,22 @@ def checked(
 
 
 def open_input(
-    master: str, source: InputFile, spec: PipelineSpec, progress: Progress
+    master: str,
+    source: InputFile,
+    spec: PipelineSpec,
+    progress: Progress,
+    swept: Sequence[tuple[str, timedelta | None, bool]] = (),
 ) -> tuple[DataFrame, PipelineSpec]:
-    """Start Spark and read ``source``, its columns checked against ``spec``; the spec
-    returned names them as the input spells them."""
+    """Start Spark and read ``source``, its columns checked against ``spec`` and the
+    durations against their columns' ticks (:func:`check_whole_ticks`); the spec
+    returned names the columns as the input spells them."""
     with progress.stage(f"starting Spark and reading {source.describe()}"):
         spark = start_spark(master, progress)
         df = read_input(spark, source)
         spec = spec.spelled(check_columns(df, spec.named_columns()))
-        return typed_if_empty(df, source, spec.typed_columns()), spec
+        df = typed_if_empty(df, source, spec.typed_columns())
+        check_whole_ticks(df, spec, swept)
+        return df, spec
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -456,8 +594,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         df, spec = open_input(args.master, source, spec, progress)
         inputs = pipeline(df, spec, progress, staging, f"floodmark run: {args.input}")
         with progress.stage("writing the report"):
-            write_report(staging / "report", inputs)
-    return print_summary(inputs, folder.target / "report" / "index.html", progress)
+            failure = write_run_report(staging / "report", inputs)
+    return print_summary(inputs, folder.target, progress, failure)
 
 
 #: The rows of ``floodmark demo`` without ``--rows``.
@@ -503,8 +641,8 @@ def demo(args: argparse.Namespace, argv: list[str]) -> int:
             inputs.notes.append(spark_drops_note(inputs, spec))
             inputs.notes.append(QUIET_NOTE)
         with progress.stage("writing the report"):
-            write_report(staging / "report", inputs)
-    return print_summary(inputs, folder.target / "report" / "index.html", progress)
+            failure = write_run_report(staging / "report", inputs)
+    return print_summary(inputs, folder.target, progress, failure)
 
 
 def add_spark_drops(
@@ -571,8 +709,10 @@ def analyze(args: argparse.Namespace, argv: list[str]) -> int:
     """``floodmark analyze``: sweep bounds, print the table, recommend one."""
     spec, source, folder = checked(args, argv)
     progress = Progress(3, enabled=not args.quiet)
+    swept = [("--bounds", b, True) for b in args.bounds]
+    swept += [("--idle", i, False) for i in args.idle or []]
     with folder.staged() as staging, spark_errors(source):
-        df, spec = open_input(args.master, source, spec, progress)
+        df, spec = open_input(args.master, source, spec, progress, swept)
         with progress.stage(f"replaying {len(args.bounds)} bounds"):
             from floodmark.spark.analyze import (  # type: ignore[import-not-found,unused-ignore]
                 analyze_bounds,

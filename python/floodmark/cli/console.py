@@ -16,12 +16,18 @@ Where the lines a bare ``SparkSession`` start prints come from (PySpark 4.3, Jav
   below the configuration's ERROR level.
 
 Errors the JVM logs still reach the terminal.
+
+After Ctrl-C, Py4J logs the ``KeyboardInterrupt`` that reached its socket read (and
+the broken pipe of the connection it then shuts down), each with its traceback:
+:func:`interrupts_logged_once` keeps those out, so that the command says
+``interrupted`` once.
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import logging
 import os
 import re
 import sys
@@ -153,4 +159,27 @@ def _status(tracker: Any, before: set[int]) -> str:
     return f"Spark: {done} stage{'s' if done != 1 else ''} done{running}"
 
 
-__all__ = ["JVM_NOISE", "jvm_console_filtered", "spark_watch"]
+class _NotAnInterrupt(logging.Filter):
+    """Drops the records about an exception that Ctrl-C caused."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None:
+            if isinstance(error, KeyboardInterrupt):
+                return False
+            error = error.__context__
+        return True
+
+
+def interrupts_logged_once() -> None:
+    """Keep Py4J's logs of a Ctrl-C out of the terminal (see the module); other
+    records are printed as Python's logging prints them by default."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig()
+    for handler in root.handlers:
+        if not any(isinstance(f, _NotAnInterrupt) for f in handler.filters):
+            handler.addFilter(_NotAnInterrupt())
+
+
+__all__ = ["JVM_NOISE", "interrupts_logged_once", "jvm_console_filtered", "spark_watch"]

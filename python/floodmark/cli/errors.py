@@ -38,6 +38,7 @@ FLAG_OF = {
     "event_time_unit": "--event-time-unit",
     "arrival_unit": "--arrival-unit",
     "bounds": "--bounds",
+    "idle_timeout": "--idle",
     "idle_timeouts": "--idle",
 }
 _PARAMETER = re.compile(r"(?<![\w-])(" + "|".join(FLAG_OF) + r")=")

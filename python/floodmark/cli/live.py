@@ -51,7 +51,7 @@ from floodmark.cli.commands import (
     print_summary,
     spark_errors,
     start_spark,
-    write_report,
+    write_run_report,
 )
 from floodmark.cli.errors import UsageError
 from floodmark.cli.outputs import OutputFolder
@@ -397,10 +397,10 @@ def demo_live(args: argparse.Namespace, argv: list[str]) -> int:
             finally:
                 kafka.stop()
             with progress.stage("writing the report"):
-                write_report(staging / "report", inputs)
+                failure = write_run_report(staging / "report", inputs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return print_summary(inputs, folder.target / "report" / "index.html", progress)
+    return print_summary(inputs, folder.target, progress, failure)
 
 
 __all__ = ["DEFAULT_LIVE_ROWS", "ROUND_MS", "LiveRun", "demo_live", "live_stream", "live_table"]

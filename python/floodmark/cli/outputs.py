@@ -20,9 +20,10 @@ import json
 import os
 import shutil
 import signal
+import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +36,8 @@ from floodmark.cli.errors import UsageError
 MARKER = "_FLOODMARK"
 #: Prefix of the staging folders (hidden; one per run).
 STAGING_PREFIX = ".floodmark-staging-"
+#: How long a failed run waits before it looks for its staging folder a second time.
+SETTLE_S = 0.5
 
 
 def _now() -> str:
@@ -130,7 +133,9 @@ class OutputFolder:
     target: Path
     command: list[str]
     staging: Path = field(init=False)
-    created: bool = False
+    #: The outermost folder this run created (``--output`` itself or a parent of it),
+    #: removed again if the run fails and leaves it empty.
+    created: Path | None = None
     started: str = field(default_factory=_now)
 
     def __post_init__(self) -> None:
@@ -168,7 +173,8 @@ class OutputFolder:
                     f"has no {MARKER} file); name a new or empty folder, or pass "
                     "--overwrite to replace floodmark's outputs in it"
                 )
-        folder = cls(target, ["floodmark", *command], created=not target.exists())
+        missing = [p for p in (target, *target.parents) if not p.exists()]
+        folder = cls(target, ["floodmark", *command], created=missing[-1] if missing else None)
         try:
             target.mkdir(parents=True, exist_ok=True)
             folder.staging.mkdir()
@@ -210,12 +216,22 @@ class OutputFolder:
             self._write_marker(complete=True, outputs=names)
 
     def abort(self) -> None:
-        """Remove the staging folder (and the output folder if this run made it and it
-        is empty); the previous outputs stay as they were."""
+        """Remove the staging folder (and the folders this run made, if empty); the
+        previous outputs stay as they were."""
         shutil.rmtree(self.staging, ignore_errors=True)
-        if self.created:
-            with suppress(OSError):
-                self.target.rmdir()
+        # A Spark write whose Py4J call Ctrl-C interrupted may still be starting in the
+        # JVM and create its folder a moment later: look once more.
+        time.sleep(SETTLE_S)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.created is None:
+            return
+        for path in (self.target, *self.target.parents):
+            try:
+                path.rmdir()
+            except OSError:  # not empty (or gone): what holds it is not ours to remove
+                return
+            if path == self.created:
+                return
 
     @contextmanager
     def staged(self) -> Iterator[Path]:

@@ -74,6 +74,14 @@ def _span_ticks(unit: str, ticks: int) -> Any:
     return np.array([int(ticks)], dtype=f"timedelta64[{unit}]")[0]
 
 
+def _bar(start: int, end: int, unit: str, *, minimum: int) -> tuple[Any, Any]:
+    """A ``broken_barh`` span ``(start, width)`` from ``start`` to ``end`` (ticks), both
+    ends clipped to the chart's dates (a sentinel far in the future is drawn at the
+    limit, not past year 9999), at least ``minimum`` ticks wide."""
+    first, last = to_datetime(np.array([start, end]), unit)
+    return first, max(last - first, _span_ticks(unit, minimum))
+
+
 def step_line(
     ax: Any, times: np.ndarray, wms: np.ndarray, *, event_unit: str, arrival_unit: str, **style: Any
 ) -> None:
@@ -150,17 +158,13 @@ def _strips(
         if idle_spans is not None
         else ()
     ):
-        spans.setdefault(c, []).append(
-            (to_datetime(np.array([s]), unit)[0], _span_ticks(unit, e - s))
-        )
+        spans.setdefault(c, []).append(_bar(s, e, unit, minimum=0))
     for c, items in spans.items():
         if c in row:
             ax.broken_barh(items, (row[c] - 0.4, 0.8), color=IDLE_COLOUR, label=None)
     holders: dict[Any, list[tuple[Any, Any]]] = {}
     for c, s, e in min_channel_spans(timeline, end):
-        holders.setdefault(c, []).append(
-            (to_datetime(np.array([s]), unit)[0], _span_ticks(unit, max(e - s, 1)))
-        )
+        holders.setdefault(c, []).append(_bar(s, e, unit, minimum=1))
     for c, items in holders.items():
         if c in row:
             ax.broken_barh(items, (row[c] - 0.25, 0.5), color="tab:red")

@@ -429,8 +429,11 @@ def lag_matrix(lag: pa.Table) -> LagMatrix:
     state[row, col] = np.where(codes < 0, NONE, codes)
     values = np.full((len(parts), n_bins), np.nan)
     ticks = lag.column("lag")
+    # An unchecked cast: a lag beyond 2^53 ticks (a sentinel far in the future) is
+    # charted rounded, where the checked one refuses it.
     values[row, col] = np.asarray(
-        ticks.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False), np.float64
+        ticks.cast(pa.float64(), safe=False).fill_null(np.nan).to_numpy(zero_copy_only=False),
+        np.float64,
     )
     values[state != ACTIVE] = np.nan
     return LagMatrix(parts.to_pylist(), starts, ends, state, values)

@@ -61,6 +61,16 @@ def test_a_failed_first_run_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), folder.staged():
         raise RuntimeError
     assert not out.exists()
+    # the parents it made for --output new/a/b go too; a folder that was there stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "file").write_text("x")
+    folder = OutputFolder.prepare(
+        str(tmp_path / "kept" / "a" / "b"), overwrite=False, inputs=[], command=["run"]
+    )
+    with pytest.raises(RuntimeError), folder.staged():
+        raise RuntimeError
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["file"]
 
 
 def test_ctrl_c_waits_for_the_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

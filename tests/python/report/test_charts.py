@@ -8,6 +8,7 @@ import matplotlib
 import matplotlib.image as mpimg
 import numpy as np
 import pyarrow as pa
+import pytest
 import synthetic
 
 from floodmark.report import charts
@@ -97,3 +98,34 @@ def test_combined_chart_shades_idle_status(tmp_path: Path) -> None:
     image = mpimg.imread(pc.combined_chart(tl, tmp_path / "idle.png"))
     blue = (image[..., 2] > 0.8) & (image[..., 0] < 0.85) & (image[..., 0] > 0.6)
     assert blue.sum() > 1_000  # the shaded span (IDLE_COLOUR at alpha 0.25 on white)
+
+
+@pytest.mark.parametrize("unit", ["us", "ms"])
+def test_spans_reaching_a_sentinel_arrival_are_drawn_to_the_limit(
+    unit: str, tmp_path: Path
+) -> None:
+    """An arrival at 9999-12-31 (or at the int64 end) made the idle and holder strips
+    run past matplotlib's last date: the spans' ends are clipped like their starts."""
+    per_s = {"us": 10**6, "ms": 10**3}[unit]
+    t0, t9 = 1_767_225_600 * per_s, 253_402_300_799 * per_s  # 2026-01-01, 9999-12-31
+    for end in (t9, 2**62):
+        timeline = pa.table(
+            {
+                "time": pa.array([t0, end], pa.int64()),
+                "watermark": pa.array([t0, t0 + 1], pa.int64()),
+                "status": ["active", "active"],
+                "min_channel": ["0", "0"],
+            }
+        )
+        emissions = pa.table(
+            {
+                "channel": ["0", "1", "1"],
+                "time": pa.array([t0, t0, end], pa.int64()),
+                "kind": ["watermark", "idle", "active"],
+                "watermark": pa.array([t0, None, None], pa.int64()),
+            }
+        )
+        path = charts.watermark_chart(
+            timeline, emissions, tmp_path / f"far-{end}.png", event_unit=unit, arrival_unit=unit
+        )
+        assert mpimg.imread(path).size > 0

@@ -142,6 +142,89 @@ def test_interrupted_rerun_leaves_the_last_complete_run(
     assert "tumbling:1s" in marker["command"]
 
 
+def test_a_report_that_cannot_be_drawn_keeps_the_outputs(
+    spark: Any,
+    messy: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failure of the drawing is floodmark's bug: the run's outputs are kept (they
+    were deleted with it), the failure is one line, the exit code 1."""
+    out = tmp_path / "out"
+    argv = ["run", str(messy), *KEYED, "--arrival", "a", "--output", str(out), "--quiet"]
+    import floodmark.report.html
+
+    def broken(*args: object, **kwargs: object) -> None:
+        Path(str(args[0])).mkdir(parents=True)
+        (Path(str(args[0])) / "index.html").write_text("half")
+        raise ValueError("a chart failed")
+
+    monkeypatch.setattr(floodmark.report.html, "write_report", broken)
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "records" in captured.out  # the summary still printed
+    err = captured.err.strip()
+    assert err.startswith("floodmark: error: the report could not be drawn (ValueError: a chart")
+    assert len(err.splitlines()) == 1 and str(out) in err
+    assert sorted(p.name for p in out.iterdir()) == ["_FLOODMARK", "dropped", "late", "results"]
+    assert rows_of(out / "results") > 0 and rows_of(out / "dropped") == 9
+    assert json.loads((out / "_FLOODMARK").read_text())["complete"] is True
+
+
+def test_a_sentinel_time_far_in_the_future_is_charted(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One record at event and arrival time 2^62 ms (a sentinel): the partition's lag
+    beyond 2^53 ticks failed the float cast, the idle strip ran past year 9999."""
+    n = 200
+    table = pa.table(
+        {
+            "p": [i % 2 for i in range(n)] + [0],
+            "ts": [i * 100 for i in range(n)] + [2**62],
+            "a": [i * 100 for i in range(n)] + [2**62],
+            "k": [0] * (n + 1),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    out = tmp_path / "out"
+    argv = ["run", str(tmp_path / "in.parquet"), *KEYED, "--arrival", "a", "--idle", "1s"]
+    assert main([*argv, "--output", str(out), "--quiet"]) == 0, capsys.readouterr().err
+    assert (out / "report" / "index.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--window", "tumbling:1500us"], "--window 1500us is not a whole number of ms"),
+        (["--bound", "1500us"], "--bound 1500us is not a whole number of ms"),
+        (["--idle", "500us"], "--idle 500us is not a whole number of ms, the ticks of the"),
+        (["--emit-interval", "1500us"], "--emit-interval 1500us is not a whole number of ms"),
+        (["--event-time-unit", "s", "--window", "tumbling:1500ms"], "1500ms is not a whole"),
+    ],
+)
+def test_a_duration_finer_than_its_column_is_refused_naming_the_flag(
+    spark: Any,
+    messy: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    said: str,
+) -> None:
+    """The library truncates a duration to its column's ticks (as Flink's
+    ``Duration.toMillis()``): the command line ran 1 ms windows for ``tumbling:1500us``
+    over a column of ms and reported ``1500us``."""
+    out = tmp_path / "out"
+    argv = ["run", str(messy), *KEYED, "--arrival", "a", *flags, "--output", str(out)]
+    assert main([*argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    swept = ["analyze", str(messy), *KEYED, "--bounds", "1ms,1500us", "--output", str(out)]
+    assert main([*swept, "--quiet"]) == 2
+    assert "--bounds 1500us is not a whole number of ms" in capsys.readouterr().err
+
+
 def test_overwrite_replaces_a_foreign_folder(
     spark: Any, messy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -230,3 +230,36 @@ def test_demo_terminal_output_is_floodmark_own(tmp_path: Path) -> None:
     assert "[1/" in done.stderr and "generating 20,000 rows" in done.stderr
     assert "starting Spark" in done.stderr
     assert "report:" in done.stdout
+
+
+@pytest.mark.parametrize("stage", ["[2/", "[3/"])
+def test_ctrl_c_while_spark_runs_is_one_line_and_leaves_nothing(tmp_path: Path, stage: str) -> None:
+    """Ctrl-C in the watermark or the writing stage: exit 130, ``floodmark:
+    interrupted`` and nothing else (PySpark's handler cancelled the jobs inside the
+    signal handler: pages of Py4J tracebacks, and in stage 2 "Spark failed", exit 1),
+    and no folder left behind (a cancelled write recreated the staging folder)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pq.write_table(generate(StreamSpec(rows=200_000, partitions=8)), tmp_path / "in.parquet")
+    out = tmp_path / "new" / "out"
+    command = [sys.executable, "-m", "floodmark.cli", "run", str(tmp_path / "in.parquet")]
+    command += ["--event-time", "event_time", "--channel", "partition", "--arrival", "arrival"]
+    command += ["--key", "key", "--output", str(out)]
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as err:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 300
+        while stage not in errors.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, errors.read_text()
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=300)
+    text = errors.read_text()
+    assert proc.returncode == 130, text
+    assert text.rstrip().endswith("floodmark: interrupted"), text
+    assert "Traceback" not in text and "ERROR" not in text, text
+    assert not (tmp_path / "new").exists()
