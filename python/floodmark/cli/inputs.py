@@ -37,6 +37,10 @@ class InputFile:
         return f"{name} ({self.rows:,} rows)" if self.rows is not None else name
 
 
+#: The first bytes of a Parquet file.
+PARQUET_MAGIC = b"PAR1"
+
+
 def data_files(folder: Path) -> list[Path]:
     """The files Spark reads from ``folder``: every file below it whose name, and the
     names of the folders between, start with neither ``_`` nor ``.``."""
@@ -93,6 +97,11 @@ def check_input(path: str, fmt: str | None) -> InputFile:
         raise UsageError(str(err)) from None
     if fmt == "parquet":
         return InputFile(path, fmt, parquet_rows(local))
+    if local.is_file() and local.open("rb").read(4) == PARQUET_MAGIC:
+        raise UsageError(
+            f"input {path} is a Parquet file, not {fmt}; give --format parquet (or leave "
+            "--format out)"
+        )
     if local.is_dir() and not data_files(local):
         raise UsageError(f"input {path} holds no data files; check the path")
     return InputFile(path, fmt)

@@ -286,7 +286,9 @@ def build_parser() -> Parser:
         description="Replay INPUT with each candidate bound (and idle "
         "timeout); print the late\nfraction and firing delay of each, "
         "recommend the smallest bound meeting\n--max-late, and write a "
-        "chart and an HTML page.",
+        "chart and an HTML page. Late here: behind the watermark\nwhen it "
+        "arrived (at least run's late/, the records too late for every "
+        "window).",
     )
     an.add_argument("input", metavar="INPUT", help="Parquet/CSV/JSON file or folder")
     _columns(an, window=True)

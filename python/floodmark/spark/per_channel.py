@@ -25,7 +25,9 @@ window stage runs the keyed operator with the timeline's advances.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -228,6 +230,40 @@ def check_on_grid(plan: WatermarkPlan, start: int, until: int) -> None:
         raise input_error(plan, err.column or "arrival", str(err)) from None
 
 
+#: What a Python worker's traceback holds when it could not unpickle the generator's
+#: class or factory: the module is not importable there, or lacks the name.
+_UNPICKLING = re.compile(
+    r"(ModuleNotFoundError: No module named [^\n]*|AttributeError: Can't get attribute [^\n]*)"
+)
+
+
+@contextmanager
+def unpicklable_on_executors(plan: WatermarkPlan, out: DataFrame) -> Iterator[None]:
+    """Name ``strategy`` when the executors cannot unpickle a user generator (its class
+    in a module only the driver imports, as a script's neighbour on a cluster), instead
+    of the worker's traceback after Spark's retries.
+
+    Raises:
+        InvalidParameterError: naming ``strategy``, with what to do.
+    """
+    from pyspark.errors import PythonException
+
+    try:
+        yield
+    except PythonException as err:
+        found = _UNPICKLING.search(str(err))
+        if plan.strategy.kind != "python" or found is None or "loads" not in str(err):
+            raise
+        out.unpersist()
+        raise InvalidParameterError(
+            "strategy",
+            f"the executors cannot unpickle the user generator ({found.group(1).strip()}): "
+            "its module must be importable there (SparkContext.addPyFile, "
+            "spark.submit.pyFiles, installed on the nodes), or pickled by value "
+            "(cloudpickle.register_pickle_by_value(module))",
+        ) from None
+
+
 def check_picklable(plan: WatermarkPlan) -> None:
     """Refuses, before any job, a strategy the executors cannot receive (a user
     generator's factory holding a lock or an open file, say).
@@ -303,7 +339,9 @@ def per_channel_timeline(
     require_floodmark(df.sparkSession)
     out = positional.mapInArrow(runner, packed_schema()).persist()
     counted = 0
-    for kind, b in unpack_local(out.where(only("stats") | only("error")).toArrow()):
+    with unpicklable_on_executors(plan, out):
+        reports = out.where(only("stats") | only("error")).toArrow()
+    for kind, b in unpack_local(reports):
         if kind == "error":
             out.unpersist()
             raise_packed(plan, b)

@@ -71,6 +71,20 @@ def test_unreadable_parquet(
     assert "e.parquet" in line and "Parquet" in line
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_parquet_file_read_as_text_is_named_before_spark(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str
+) -> None:
+    """``--format csv`` on a Parquet file listed its bytes as the column names."""
+    data = tmp_path / "events.parquet"
+    pq.write_table(pa.table({"ts": [1]}), data)
+    argv = ["run", str(data), *COLS, "--format", fmt, "--output", str(tmp_path / "out")]
+    assert main(argv) == 2
+    line = one_error_line(capsys)
+    assert f"is a Parquet file, not {fmt}" in line and "--format parquet" in line
+    assert not (tmp_path / "out").exists()
+
+
 def test_truncated_parquet(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, events: Path
 ) -> None:

@@ -9,6 +9,7 @@ import itertools
 import sys
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -462,3 +463,38 @@ def test_a_generator_the_executors_cannot_receive_is_refused_before_any_job(
         )
     assert "lock" in str(err.value)
     assert jobs(spark) == before
+
+
+def test_a_generator_whose_module_the_executors_cannot_import_is_named(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user generator's class from a module only the driver imports (a script's
+    neighbour, on a cluster) failed with the worker's traceback after Spark's retries;
+    it names ``strategy`` and what to do. The Python workers here do not see the
+    driver's ``sys.path`` addition, as a cluster's nodes do not see its files."""
+    import importlib
+
+    from floodmark.exceptions import InvalidParameterError
+
+    (tmp_path / "fm_driver_only_gens.py").write_text(
+        "class Ascending:\n"
+        "    def __init__(self):\n"
+        "        self.top = None\n"
+        "    def on_event(self, event_time, timestamp, output):\n"
+        "        self.top = event_time if self.top is None else max(self.top, event_time)\n"
+        "    def on_periodic_emit(self, output):\n"
+        "        if self.top is not None:\n"
+        "            output.emit_watermark(self.top - 1)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("fm_driver_only_gens")
+    table = pa.table({"ch": [0, 1], "arrival": [0, 10], "ev": [0, 1]})
+    with pytest.raises(InvalidParameterError, match=r"`strategy`.*cannot unpickle") as err:
+        assign_watermarks(
+            spark.createDataFrame(table),
+            WatermarkStrategy.for_generator(module.Ascending),
+            channel="ch",
+            arrival="arrival",
+            event_time="ev",
+        )
+    assert "fm_driver_only_gens" in str(err.value) and "register_pickle_by_value" in str(err.value)
