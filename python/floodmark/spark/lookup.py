@@ -409,9 +409,12 @@ def in_force_on_executors(
 ) -> DataFrame:
     """``recs`` plus one column per entry of ``advances`` (``(times, watermarks)``):
     :func:`in_force_at` the column ``arrival``, in one pass over the records in
-    Python."""
+    Python (the executors need floodmark: checked first, as for every such pass)."""
     from pyspark.sql.types import LongType, StructField, StructType
 
+    from floodmark.spark.executors import require_floodmark
+
+    require_floodmark(recs.sparkSession)
     names = recs.columns
     at = names.index(arrival)
 
