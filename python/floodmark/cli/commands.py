@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from floodmark.cli.args import Agg, WindowSpec, resolve_aggs
 from floodmark.cli.errors import SparkFailure, UsageError, fail
 from floodmark.cli.inputs import InputFile, check_columns, check_input, read_input, typed_if_empty
-from floodmark.cli.outputs import OutputFolder
+from floodmark.cli.outputs import OutputFolder, active_spark_context
 from floodmark.progress import QUIET_SPARK_CONF, SPARK_LOG, Progress
 from floodmark.time import format_duration, whole_ticks
 
@@ -345,14 +345,13 @@ def _cancel_jobs() -> None:
     SQL command runs: a write whose Py4J call was interrupted goes on in the JVM (its
     job setup, its abort) and would recreate the staging folder the command removes
     next."""
-    pyspark = sys.modules.get("pyspark")
-    context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
+    context = active_spark_context()
     if context is None:
         return
     with suppress(Exception):  # the JVM may be gone already
         context.cancelAllJobs()
         tracker = context.statusTracker()
-        store = _sql_status(pyspark)
+        store = _sql_status(sys.modules["pyspark"])
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline and (
             tracker.getActiveJobsIds() or (store is not None and _sql_running(store))

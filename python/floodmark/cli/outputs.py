@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -38,6 +39,13 @@ MARKER = "_FLOODMARK"
 STAGING_PREFIX = ".floodmark-staging-"
 #: How long a failed run waits before it looks for its staging folder a second time.
 SETTLE_S = 0.5
+
+
+def active_spark_context() -> Any:
+    """The running SparkContext if this process started one (None otherwise, and
+    without importing Spark)."""
+    pyspark = sys.modules.get("pyspark")
+    return getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
 
 
 def _now() -> str:
@@ -219,10 +227,11 @@ class OutputFolder:
         """Remove the staging folder (and the folders this run made, if empty); the
         previous outputs stay as they were."""
         shutil.rmtree(self.staging, ignore_errors=True)
-        # A Spark write whose Py4J call Ctrl-C interrupted may still be starting in the
-        # JVM and create its folder a moment later: look once more.
-        time.sleep(SETTLE_S)
-        shutil.rmtree(self.staging, ignore_errors=True)
+        if active_spark_context() is not None:
+            # A Spark write whose Py4J call Ctrl-C interrupted may still be starting in
+            # the JVM and create its folder a moment later: look once more.
+            time.sleep(SETTLE_S)
+            shutil.rmtree(self.staging, ignore_errors=True)
         if self.created is None:
             return
         for path in (self.target, *self.target.parents):
@@ -245,4 +254,11 @@ class OutputFolder:
         self.commit()
 
 
-__all__ = ["MARKER", "STAGING_PREFIX", "OutputFolder", "check_separate", "read_marker"]
+__all__ = [
+    "MARKER",
+    "STAGING_PREFIX",
+    "OutputFolder",
+    "active_spark_context",
+    "check_separate",
+    "read_marker",
+]
