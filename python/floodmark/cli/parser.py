@@ -83,6 +83,26 @@ class Parser(argparse.ArgumentParser):
             self._attached(sys.argv[1:] if args is None else args), namespace
         )
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's, but an argument left over is refused by the subcommand's
+        parser, whose ``--help`` lists what it takes (argparse refuses it from the top
+        parser, pointing at ``floodmark --help``)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._subcommand(parsed).error("unrecognized arguments: " + " ".join(extras))
+        return parsed
+
+    def _subcommand(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The parser of the subcommand ``parsed`` came through, or this one."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found = action.choices.get(str(getattr(parsed, action.dest or "", "")))
+                if isinstance(found, argparse.ArgumentParser):
+                    return found
+        return self
+
     def _attached(self, args: Sequence[str]) -> list[str]:
         """``--bound -1s`` as ``--bound=-1s``, so that argparse hands ``-1s`` to the
         value's parser (which says it is negative) instead of failing with "expected one

@@ -229,3 +229,17 @@ def test_live_demo_rows_beyond_what_the_simulated_broker_keeps_are_refused_first
     assert main(["demo", "--live", "--rows", "3000000", "--output", str(tmp_path / "o")]) == 2
     line = one_error_line(capsys)
     assert "--rows 3,000,000 with --live" in line and "1,500,000 or fewer" in line
+
+
+@pytest.mark.parametrize(
+    ("command", "extra"), [("run", "--bounds"), ("analyze", "--allowed-lateness")]
+)
+def test_an_unknown_argument_points_at_the_subcommands_help(
+    capsys: pytest.CaptureFixture[str], events: Path, command: str, extra: str
+) -> None:
+    """``run ... --bounds 1s`` (``analyze``'s flag) said ``see floodmark --help``, whose
+    page lists the subcommands, not the flags: the hint names the subcommand's page."""
+    assert main([command, str(events), *COLS, extra, "1s"]) == 2
+    line = one_error_line(capsys)
+    assert f"unrecognized arguments: {extra} 1s" in line
+    assert line.endswith(f"(see floodmark {command} --help)")
