@@ -29,19 +29,50 @@ from typing import TYPE_CHECKING
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
-from floodmark.time import TICKS_PER_SECOND, to_ticks
+from floodmark.spark.plan import check_arguments
+from floodmark.spark.windows import flag
+from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND, Duration, as_int, to_ticks
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
 def micros(column: TimeColumn) -> Column:
-    """The column's ticks as microseconds since the epoch (floored)."""
+    """The column's ticks as microseconds since the epoch (floored); a value beyond
+    Spark's timestamps (microseconds in a ``long``, ~292,000 years either side of
+    1970) fails the job naming the column, as Spark's own conversion would."""
+    from pyspark.sql import functions as F
+
     per_s = TICKS_PER_SECOND[column.unit]
     ticks = column.ticks()
     if per_s > 1_000_000:
         return floor_div(ticks, per_s // 1_000_000)
-    return ticks * (1_000_000 // per_s)
+    factor = 1_000_000 // per_s
+    if factor == 1 or column.kind != "integer":  # a timestamp's ticks came from micros
+        return ticks * factor
+    reach = I64_MAX // factor
+    beyond = F.raise_error(
+        F.format_string(
+            f"floodmark: invalid input `{column.name}`: %s {column.unit} is beyond what "
+            "Spark's timestamps hold (microseconds in a long, about 292,000 years either "
+            "side of 1970), so Spark's own watermark cannot read it; is the unit right?",
+            ticks,
+        )
+    )
+    return F.when(ticks.between(-reach, reach), ticks * factor).otherwise(beyond.cast("bigint"))
+
+
+def duration_micros(value: Duration, column: TimeColumn, parameter: str) -> int:
+    """A duration parameter in microseconds: a ``timedelta`` as it is, an integer
+    counted in ticks of ``column``'s unit (as every duration of floodmark's Spark
+    functions), floored to whole microseconds."""
+    if as_int(value) is None:
+        return to_ticks(value, "us", parameter)
+    ticks = to_ticks(value, column.unit, parameter)
+    per_s = TICKS_PER_SECOND[column.unit]
+    if per_s > 1_000_000:
+        return ticks // (per_s // 1_000_000)
+    return max(I64_MIN, min(I64_MAX, ticks * (1_000_000 // per_s)))
 
 
 def floor_div(column: Column, divisor: int) -> Column:
@@ -58,9 +89,9 @@ def spark_global_watermark_late(
     event_time: str,
     arrival: str,
     channel: str,
-    delay: timedelta,
-    trigger_interval: timedelta = timedelta(seconds=10),
-    window_size: timedelta = timedelta(seconds=10),
+    delay: Duration,
+    trigger_interval: Duration = timedelta(seconds=10),
+    window_size: Duration = timedelta(seconds=10),
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     no_data_batches: bool = True,
@@ -72,9 +103,12 @@ def spark_global_watermark_late(
         event_time: the event-time column (timestamp or integer epoch).
         arrival: the arrival-time column: it decides each record's micro-batch.
         channel: the column to count by (e.g. the Kafka partition).
-        delay: the ``withWatermark`` delay threshold.
-        trigger_interval: the processing-time trigger (micro-batch length).
-        window_size: the tumbling window's size.
+        delay: the ``withWatermark`` delay threshold (an integer counts ticks of the
+            event-time column's unit, as every duration of floodmark's Spark functions).
+        trigger_interval: the processing-time trigger (micro-batch length; an integer
+            counts ticks of the arrival column's unit).
+        window_size: the tumbling window's size (an integer counts ticks of the
+            event-time column's unit).
         event_time_unit: unit of an integer event-time column (default ``"ms"``).
         arrival_unit: unit of an integer arrival column (default ``"ms"``).
         no_data_batches: whether the query runs a batch at a trigger without new
@@ -87,12 +121,17 @@ def spark_global_watermark_late(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    check_arguments(df, event_time, channel, arrival, arrival_unit)
+    for parameter, name in (("event_time", event_time), ("arrival", arrival)):
+        if name is None:
+            raise InvalidParameterError(parameter, "expected a column name (str), got NoneType")
+    with_data_batches = flag(no_data_batches, "no_data_batches")
     ev = time_column(df, event_time, event_time_unit, "event_time")
     arr = time_column(df, arrival, arrival_unit, "arrival")
     key_column(df, channel, "channel")
-    trigger = to_ticks(trigger_interval, "us", "trigger_interval")
-    size = to_ticks(window_size, "us", "window_size")
-    lag = to_ticks(delay, "us", "delay")
+    trigger = duration_micros(trigger_interval, arr, "trigger_interval")
+    size = duration_micros(window_size, ev, "window_size")
+    lag = duration_micros(delay, ev, "delay")
     for parameter, value, ticks, least in (
         ("trigger_interval", trigger_interval, trigger, 1),
         ("window_size", window_size, size, 1),
@@ -112,7 +151,7 @@ def spark_global_watermark_late(
     order = Window.orderBy("batch")
     before = (
         order.rangeBetween(Window.unboundedPreceding, -2)
-        if no_data_batches
+        if with_data_batches
         else order.rowsBetween(Window.unboundedPreceding, -2)
     )
     seen_ms = floor_div(F.max("max_ts").over(before), 1_000)  # null before any

@@ -15,45 +15,43 @@ from stream_helpers import start_spark_windowed_count
 
 from floodmark.spark.baseline import spark_global_watermark_late
 
+#: (partition, event time ms, arrival ms). Trigger 10 s, delay 2 s, tumbling 10 s
+#: windows. Late input in batch i is filtered with max(event time over batches <= i - 2)
+#: - delay (Spark >= 3.4).
+#: batch 0 [0, 10 s):  p0 5 s, 12 s                   -> max 12 s
+#: batch 1 [10, 20 s): no late filter yet
+#:   p1 9.5 s kept (window [0,10) although 9.5 < 12 - 2); p0 30 s -> max 30 s
+#: batch 2 [20, 30 s): filter at 12 - 2 = 10 s
+#:   p1 9.9 s: window ends 10 s <= 10 s -> dropped;  p0 19 s: ends 20 s -> kept
+#: batch 3 [30, 40 s): filter at 30 - 2 = 28 s
+#:   p0 19.5 s: ends 20 s <= 28 s -> dropped;        p1 25 s: ends 30 s -> kept
+EXAMPLE = [
+    (0, 5_000, 1_000),
+    (0, 12_000, 2_000),
+    (1, 9_500, 10_000),
+    (0, 30_000, 15_000),
+    (1, 9_900, 20_000),
+    (0, 19_000, 21_000),
+    (0, 19_500, 30_000),
+    (1, 25_000, 31_000),
+]
 
-def test_global_watermark_drops_late_input_two_batches_behind(spark: Any) -> None:
-    # Times in ms. Trigger 10 s, delay 2 s, tumbling 10 s windows. Late input in batch i
-    # is filtered with max(event time over batches <= i - 2) - delay (Spark >= 3.4).
-    # batch 0 [0, 10 s):  p0 5 s, 12 s                   -> max 12 s
-    # batch 1 [10, 20 s): no late filter yet
-    #   p1 9.5 s kept (window [0,10) although 9.5 < 12 - 2); p0 30 s -> max 30 s
-    # batch 2 [20, 30 s): filter at 12 - 2 = 10 s
-    #   p1 9.9 s: window ends 10 s <= 10 s -> dropped;  p0 19 s: ends 20 s -> kept
-    # batch 3 [30, 40 s): filter at 30 - 2 = 28 s
-    #   p0 19.5 s: ends 20 s <= 28 s -> dropped;        p1 25 s: ends 30 s -> kept
-    rows = [
-        (0, 5_000, 1_000),
-        (0, 12_000, 2_000),
-        (1, 9_500, 10_000),
-        (0, 30_000, 15_000),
-        (1, 9_900, 20_000),
-        (0, 19_000, 21_000),
-        (0, 19_500, 30_000),
-        (1, 25_000, 31_000),
-    ]
+
+def example(spark: Any, arrival_per_tick: int = 1) -> Any:
+    """:data:`EXAMPLE` as a DataFrame, arrivals in ticks of ``arrival_per_tick`` ms."""
     table = pa.table(
         {
-            "partition": [r[0] for r in rows],
-            "event_time": pa.array([r[1] for r in rows], pa.int64()),
-            "arrival": pa.array([r[2] for r in rows], pa.int64()),
+            "partition": [r[0] for r in EXAMPLE],
+            "event_time": pa.array([r[1] for r in EXAMPLE], pa.int64()),
+            "arrival": pa.array([r[2] // arrival_per_tick for r in EXAMPLE], pa.int64()),
         }
     )
-    df = spark.createDataFrame(table.to_pandas())
-    out = spark_global_watermark_late(
-        df,
-        event_time="event_time",
-        arrival="arrival",
-        channel="partition",
-        delay=timedelta(seconds=2),
-        trigger_interval=timedelta(seconds=10),
-        window_size=timedelta(seconds=10),
-    ).toArrow()
-    got = {
+    return spark.createDataFrame(table.to_pandas())
+
+
+def drops(out: pa.Table) -> dict[int, tuple[int, int]]:
+    """Per channel, (records, Spark's drops)."""
+    return {
         c: (r, d)
         for c, r, d in zip(
             out["channel"].to_pylist(),
@@ -62,7 +60,62 @@ def test_global_watermark_drops_late_input_two_batches_behind(spark: Any) -> Non
             strict=True,
         )
     }
-    assert got == {0: (5, 1), 1: (3, 1)}
+
+
+def test_global_watermark_drops_late_input_two_batches_behind(spark: Any) -> None:
+    out = spark_global_watermark_late(
+        example(spark),
+        event_time="event_time",
+        arrival="arrival",
+        channel="partition",
+        delay=timedelta(seconds=2),
+        trigger_interval=timedelta(seconds=10),
+        window_size=timedelta(seconds=10),
+    ).toArrow()
+    assert drops(out) == {0: (5, 1), 1: (3, 1)}
+
+
+def test_integer_durations_count_ticks_of_their_columns_unit(spark: Any) -> None:
+    """As in every Spark function of floodmark, an integer duration counts ticks of its
+    column's unit: the delay and the window size the event time's (ms), the trigger the
+    arrival's (s here). They were read as microseconds: a 10 us trigger, ms delays."""
+    out = spark_global_watermark_late(
+        example(spark, arrival_per_tick=1_000),
+        event_time="event_time",
+        arrival="arrival",
+        channel="partition",
+        arrival_unit="s",
+        delay=2_000,
+        trigger_interval=10,
+        window_size=10_000,
+    ).toArrow()
+    assert drops(out) == {0: (5, 1), 1: (3, 1)}
+
+
+def test_bad_arguments_are_named(spark: Any) -> None:
+    """The baseline checks its arguments as the other functions do: a flag that is not
+    a bool (``"false"`` was true), a missing column name, an event time that Spark's
+    timestamps cannot hold (an ns column read as ms overflowed in the JVM)."""
+    from pyspark.errors import SparkRuntimeException
+
+    from floodmark.exceptions import InvalidParameterError
+
+    df = example(spark)
+    cols: dict[str, Any] = {
+        "event_time": "event_time",
+        "arrival": "arrival",
+        "channel": "partition",
+    }
+    with pytest.raises(InvalidParameterError, match="`no_data_batches`"):
+        spark_global_watermark_late(df, **cols, delay=0, no_data_batches="false")  # type: ignore[arg-type]
+    for parameter in cols:
+        with pytest.raises(InvalidParameterError, match=f"`{parameter}`"):
+            spark_global_watermark_late(df, **{**cols, parameter: None}, delay=0)
+    with pytest.raises(InvalidParameterError, match="`df`"):
+        spark_global_watermark_late(df.toPandas(), **cols, delay=0)
+    ns = df.selectExpr("partition", "event_time * 1000000000000 AS event_time", "arrival")
+    with pytest.raises(SparkRuntimeException, match=r"`event_time`: \d{16} ms is beyond"):
+        spark_global_watermark_late(ns.where("partition = 1"), **cols, delay=0).collect()
 
 
 #: One row: (partition, event time ms, arrival ms, key). Key -1 marks the flush record.
