@@ -94,6 +94,40 @@ def to_int64_array(
     return arr
 
 
+def field_index(schema: pa.Schema, name: str) -> int:
+    """The position of input column ``name``: every native call's one lookup of a
+    column by name.
+
+    Raises:
+        SchemaError: no column, or more than one, has that name (naming it).
+    """
+    found = schema.get_all_field_indices(name)
+    if not found:
+        raise SchemaError(name, f"missing column (the table has {schema.names})")
+    if len(found) > 1:
+        raise SchemaError(
+            name, f"the table has {len(found)} columns named {name!r}; rename all but one"
+        )
+    return int(found[0])
+
+
+def check_scalar(field: pa.Field, parameter: str) -> None:
+    """A channel or key column holds scalar values (numbers, strings, times), not
+    lists, structs, maps or unions, which have no order to sort channels by.
+
+    Raises:
+        SchemaError: naming the column and ``parameter``.
+    """
+    t = field.type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_nested(t):
+        raise SchemaError(
+            field.name,
+            f"{parameter}= column {field.name!r} has type {t}; use an integer or string column",
+        )
+
+
 def as_table(value: Any, parameter: str) -> pa.Table:
     """A pyarrow ``Table``, ``RecordBatch`` or pandas ``DataFrame`` as a ``Table``.
 
@@ -137,4 +171,12 @@ def to_string_array(values: Any, column: str) -> pa.Array:
         raise InvalidInputError(column, f"must be strings: {e}") from e
 
 
-__all__ = ["as_table", "time_column", "time_ticks", "to_int64_array", "to_string_array"]
+__all__ = [
+    "as_table",
+    "check_scalar",
+    "field_index",
+    "time_column",
+    "time_ticks",
+    "to_int64_array",
+    "to_string_array",
+]

@@ -25,10 +25,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.arrays import as_table, time_column, time_ticks
+from floodmark.arrays import (
+    as_table,
+    check_scalar,
+    field_index,
+    time_column,
+    time_ticks,
+    to_int64_array,
+)
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
-from floodmark.strategy import WatermarkStrategy
-from floodmark.time import I64_MIN, Duration, to_ticks
+from floodmark.strategy import WatermarkStrategy, event_time_column
+from floodmark.time import I64_MIN, Duration, check_unit, to_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
     TimelineBuilder,
@@ -37,7 +44,14 @@ from floodmark.timeline import (
     strategy_in_ticks,
     subtasks_of,
 )
-from floodmark.vocabulary import NULL_REASONS, tie_values
+from floodmark.vocabulary import (
+    NULL_REASONS,
+    WATERMARK_COLUMNS,
+    column_name,
+    column_names,
+    parse_aggs,
+    tie_values,
+)
 from floodmark.vocabulary import processing_order as processing_order_of
 from floodmark.watermarks import drive
 
@@ -281,21 +295,30 @@ def replay(
 
     source_parallelism = check_topology(source_parallelism, topic, end_of_input)
 
-    ev = event_time or strategy.timestamp_column
-    if ev is None:
-        raise InvalidParameterError(
-            "event_time",
-            "name the event-time column (event_time=, or strategy.with_timestamp_assigner)",
-        )
-    keys = [key] if isinstance(key, str) else list(key)
+    ev = event_time_column(strategy, event_time)
+    channel, arrival = column_name(channel, "channel"), column_name(arrival, "arrival")
+    keys = column_names(key, "key")
+    parsed = parse_aggs(aggs)
+    check_unit(event_time_unit, "event_time_unit")
+    check_unit(arrival_unit, "arrival_unit")
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
     table = as_table(table, "table")
-    values = [a[1] for a in ([aggs] if isinstance(aggs, str) else aggs) if isinstance(a, tuple)]
+    values = [a[1] for a in parsed if isinstance(a, tuple)]
     named = [ev, arrival, channel, resolved.marker_column]
     named += [*keys, *values] if window is not None else []
     for name in named:
-        if isinstance(name, str) and name not in table.schema.names:
-            raise SchemaError(name, f"missing column (the table has {table.schema.names})")
+        if name is not None:
+            field_index(table.schema, name)
+    check_scalar(table.schema.field(channel), "channel")
+    if window is None:  # the records and the dropped rows gain these
+        for added in (*WATERMARK_COLUMNS, "reason"):
+            if added in table.schema.names:
+                raise SchemaError(
+                    added,
+                    f"the table already has a column {added!r}, and replay adds "
+                    f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
+                    "dropped rows; rename it first",
+                )
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(aggs) if window is not None else []
@@ -315,8 +338,11 @@ def replay(
     if resolved.kind == "punctuated":
         assert resolved.marker_column is not None
         # The marker holds event times: a timestamp column is read in their unit
-        marker = time_ticks(
-            table[resolved.marker_column].combine_chunks(), resolved.marker_column, event_time_unit
+        marker = to_int64_array(
+            table[resolved.marker_column].combine_chunks(),
+            resolved.marker_column,
+            nullable=True,
+            unit=event_time_unit,
         )
     owners = subtasks_of(channels, source_parallelism, topic, channel)
     channel_wm, wm, tl = watermarks(

@@ -271,4 +271,37 @@ class WatermarkStrategy:
         return text
 
 
-__all__ = ["WatermarkStrategy"]
+def check_strategy(value: object) -> WatermarkStrategy:
+    """``value`` if it is a :class:`WatermarkStrategy`, else a clear error naming
+    ``strategy`` (every entry point's one check of it)."""
+    if not isinstance(value, WatermarkStrategy):
+        raise InvalidParameterError(
+            "strategy", f"expected a floodmark.WatermarkStrategy, got {type(value).__name__}"
+        )
+    return value
+
+
+def event_time_column(strategy: object, event_time: object) -> str:
+    """The event-time column's name: ``event_time`` if given, else the strategy's
+    timestamp assigner's.
+
+    Raises:
+        InvalidParameterError: ``strategy`` is not a strategy, or no name (or not a
+            ``str``) is given either way, naming ``event_time``.
+    """
+    checked = check_strategy(strategy)
+    name = checked.timestamp_column if event_time is None else event_time
+    if name is None:
+        raise InvalidParameterError(
+            "event_time",
+            "name the event-time column, either "
+            "event_time='ts' or strategy.with_timestamp_assigner('ts')",
+        )
+    if not isinstance(name, str):
+        raise InvalidParameterError(
+            "event_time", f"expected a column name (str), got {type(name).__name__}"
+        )
+    return name
+
+
+__all__ = ["WatermarkStrategy", "check_strategy", "event_time_column"]

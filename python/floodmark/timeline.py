@@ -27,8 +27,10 @@ import pyarrow.compute as pc
 from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import WatermarkStrategy, check_strategy
 from floodmark.time import Duration, as_int, check_int64, to_ticks
+from floodmark.valve import check_num_channels
+from floodmark.vocabulary import flag
 
 
 class InForce(NamedTuple):
@@ -89,9 +91,13 @@ def check_topology(source_parallelism: object, topic: object, end_of_input: obje
         InvalidParameterError: naming the option that is wrong.
     """
     parallelism = None if source_parallelism is None else as_int(source_parallelism)
-    if source_parallelism is not None and (parallelism is None or parallelism < 1):
+    if source_parallelism is not None and (
+        parallelism is None or not 1 <= parallelism <= _core.MAX_CHANNELS
+    ):
         raise InvalidParameterError(
-            "source_parallelism", f"expected None or an int >= 1, got {source_parallelism!r}"
+            "source_parallelism",
+            f"expected None or an int from 1 to {_core.MAX_CHANNELS:,} (the subtasks are "
+            f"the valve's channels), got {source_parallelism!r}",
         )
     if topic is not None:
         if not isinstance(topic, str):
@@ -161,10 +167,7 @@ def strategy_in_ticks(
             units for event time and arrival (it compares the two); an idle timeout
             under one arrival tick.
     """
-    if not isinstance(strategy, WatermarkStrategy):
-        raise InvalidParameterError(
-            "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
-        )
+    check_strategy(strategy)
     kind = strategy.kind
     resolved: WatermarkStrategy
     if kind == "bounded_out_of_orderness":
@@ -258,25 +261,31 @@ class TimelineBuilder:
         source_parallelism: int | None = None,
         end_buckets: Sequence[int] | None = None,
     ) -> None:
-        if not isinstance(strategy, WatermarkStrategy):
-            raise InvalidParameterError(
-                "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
-            )
+        check_strategy(strategy)
         generator = strategy.create_generator(unit)._inner
         interval = to_ticks(emit_interval, unit, "emit_interval")
-        owners = None if subtasks is None else _ints(subtasks, "subtasks", least=0)
+        count = check_num_channels(num_channels)
+        owners = None if subtasks is None else _per_channel(subtasks, "subtasks", count, 0)
         if source_parallelism is None:
             n_sub = max(owners) + 1 if owners else 0
+            idle = sorted(set(range(n_sub)) - set(owners or ()))
+            if idle:  # the engine would blame source_parallelism, not given here
+                raise InvalidParameterError(
+                    "subtasks",
+                    f"subtask {idle[0]} reads none of the channels (the subtasks are 0 to "
+                    "the largest given): number them from 0 without gaps",
+                )
         else:
             n_sub = _ints([source_parallelism], "source_parallelism", least=1)[0]
+        ends = None if end_buckets is None else _per_channel(end_buckets, "end_buckets", count)
         self._inner = _core._TimelineBuilder(
             generator,
-            _count(num_channels),
+            count,
             interval,
-            keep_emissions,
+            flag(keep_emissions, "keep_emissions"),
             owners,
             n_sub,
-            None if end_buckets is None else _ints(end_buckets, "end_buckets"),
+            ends,
         )
         self.interval = interval
 
@@ -285,7 +294,9 @@ class TimelineBuilder:
         """A builder that merges channels' output streams computed elsewhere (e.g. by
         :func:`floodmark.drive`) through the valve: :meth:`push_emissions`."""
         builder = cls.__new__(cls)
-        builder._inner = _core._TimelineBuilder(None, _count(num_channels), 1, keep_emissions)
+        builder._inner = _core._TimelineBuilder(
+            None, check_num_channels(num_channels), 1, keep_emissions
+        )
         builder.interval = 1
         return builder
 
@@ -461,14 +472,16 @@ def _ints(values: Iterable[object], name: str, *, least: int | None = None) -> l
     return out
 
 
-def _count(num_channels: object) -> int:
-    try:
-        n = None if isinstance(num_channels, bool) else int(num_channels.__index__())  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):
-        n = None
-    if n is None or n < 0:
-        raise InvalidParameterError("num_channels", f"expected an int >= 0, got {num_channels!r}")
-    return n
+def _per_channel(
+    values: Iterable[object], name: str, num_channels: int, least: int | None = None
+) -> list[int]:
+    """:func:`_ints`, one per channel, else an error naming ``name``."""
+    out = _ints(values, name, least=least)
+    if len(out) != num_channels:
+        raise InvalidParameterError(
+            name, f"expected one value per channel ({num_channels}), got {len(out)}"
+        )
+    return out
 
 
 __all__ = [

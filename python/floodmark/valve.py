@@ -13,13 +13,15 @@ from typing import Any, Literal, NamedTuple
 import pyarrow as pa
 
 from floodmark import _core
-from floodmark.arrays import to_int64_array, to_string_array
+from floodmark.arrays import field_index, to_int64_array, to_string_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.generator import Emission, _emissions
 from floodmark.time import I64_MAX, as_int, check_int64
 
 
-def _check_channels(num_channels: object) -> int:
+def check_num_channels(num_channels: object) -> int:
+    """``num_channels`` as an ``int`` (the engine refuses more than it supports, naming
+    it too); a clear error for anything else."""
     n = as_int(num_channels)
     if n is None or not 0 <= n <= I64_MAX:
         raise InvalidParameterError(
@@ -68,9 +70,7 @@ def emission_batch(emissions: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
         )
     cols = {}
     for name in ("channel", "time", "kind", "watermark"):
-        if name not in emissions.schema.names:
-            raise InvalidInputError(name, "missing column")
-        col = emissions.column(name)
+        col = emissions.column(field_index(emissions.schema, name))
         cols[name] = (
             to_string_array(col, name)
             if name == "kind"
@@ -100,7 +100,7 @@ def combine(emissions: pa.RecordBatch | pa.Table, *, num_channels: int) -> pa.Re
         InvalidInputError: a missing or mistyped column, or a bad kind.
         ChannelOutOfRangeError: a channel outside ``0..num_channels``.
     """
-    n = _check_channels(num_channels)
+    n = check_num_channels(num_channels)
     batch = emission_batch(emissions)
     result: pa.RecordBatch = _core.combine(batch, n)
     return result
@@ -129,7 +129,7 @@ class Valve:
     """
 
     def __init__(self, num_channels: int) -> None:
-        self._inner = _core._Valve(_check_channels(num_channels))
+        self._inner = _core._Valve(check_num_channels(num_channels))
 
     def input_watermark(self, channel: int, wm: int) -> list[Emission]:
         """A watermark on ``channel``; returns what the valve emitted.

@@ -92,6 +92,43 @@ def check_result_names(
     )
 
 
+#: The columns a watermark stage adds to each record, as every layer names them.
+WATERMARK_COLUMNS: tuple[str, ...] = ("channel_watermark", "watermark", "is_late")
+
+
+def flag(value: object, parameter: str) -> bool:
+    """``value`` if it is a bool, else a clear error naming ``parameter``."""
+    if not isinstance(value, bool):
+        raise InvalidParameterError(parameter, f"expected True or False, got {value!r}")
+    return value
+
+
+def column_name(value: object, parameter: str) -> str:
+    """A column name given as ``parameter``; a clear error for anything else (a
+    position, a ``Column`` object: floodmark takes names)."""
+    if not isinstance(value, str):
+        raise InvalidParameterError(
+            parameter, f"expected a column name (str), got {type(value).__name__}"
+        )
+    return value
+
+
+def column_names(value: object, parameter: str) -> list[str]:
+    """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
+    anything else (a ``Column`` object, say: floodmark takes names)."""
+    if isinstance(value, str):
+        return [value]
+    try:  # a list, tuple, pandas Index, numpy array of names...; a Column is not iterable
+        names = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        names = None
+    if names is not None and all(isinstance(n, str) for n in names):
+        return [str(n) for n in names]
+    raise InvalidParameterError(
+        parameter, f"expected a column name (str) or a list of them, got {type(value).__name__}"
+    )
+
+
 #: An aggregate as given: ``"count"`` or a ``(function, column)`` pair.
 Agg = str | tuple[str, str]
 

@@ -26,7 +26,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.generator import WatermarkGenerator
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import WatermarkStrategy, check_strategy
 from floodmark.time import I64_MAX, Duration, check_int64, to_ticks
 
 
@@ -112,11 +112,7 @@ def drive(
             time overflows int64; with ``generator``, an arrival at or before the last
             grid time of the previous call.
     """
-    if not isinstance(strategy, WatermarkStrategy):
-        raise InvalidParameterError(
-            "strategy",
-            f"expected a WatermarkStrategy, got {type(strategy).__name__}",
-        )
+    check_strategy(strategy)
     if generator is None:
         gen = strategy.create_generator(unit)
     elif (

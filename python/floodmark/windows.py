@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.arrays import as_table, time_column
+from floodmark.arrays import as_table, field_index, time_column
 from floodmark.exceptions import (
     InvalidInputError,
     InvalidParameterError,
@@ -40,7 +40,7 @@ from floodmark.exceptions import (
     SnapshotError,
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
-from floodmark.vocabulary import Agg, agg_name, check_result_names, parse_aggs
+from floodmark.vocabulary import Agg, agg_name, check_result_names, column_names, parse_aggs
 
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
 #: fired again by a late record within the allowed lateness.
@@ -268,10 +268,7 @@ def _value_column(arr: pa.Array, name: str) -> pa.Array:
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
-    index = batch.schema.get_field_index(name)
-    if index < 0:
-        raise SchemaError(name, f"missing column (have {batch.schema.names})")
-    return batch.column(index)
+    return batch.column(field_index(batch.schema, name))
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -377,8 +374,8 @@ class WindowOperator:
                 "SlidingEventTimeWindows or EventTimeSessionWindows",
             )
         self._unit = check_unit(unit)
-        self._keys = [key] if isinstance(key, str) else list(key)
-        if not self._keys or not all(isinstance(k, str) for k in self._keys):
+        self._keys = column_names(key, "key")
+        if not self._keys:
             raise InvalidParameterError("key", "give one or more column names")
         if not isinstance(event_time, str):
             raise InvalidParameterError("event_time", f"expected a column name, got {event_time!r}")

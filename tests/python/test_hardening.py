@@ -16,6 +16,8 @@ import floodmark.windows
 from floodmark import Multiplexer, Valve, WatermarkStrategy, combine, drive
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SnapshotError
 from floodmark.generator import WatermarkOutput
+from floodmark.replay import replay
+from floodmark.timeline import TimelineBuilder
 from floodmark.windows import (
     EventTimeSessionWindows,
     SlidingEventTimeWindows,
@@ -561,3 +563,108 @@ def test_a_window_operator_snapshot_of_another_unit_is_refused() -> None:
     legacy = WindowOperator(window, key="k", event_time="t", unit="ms")
     legacy.restore(bytes(ms._native.snapshot()))
     assert legacy.watermark == 10 and legacy.snapshot() == snapshot
+
+
+def _events(**extra: pa.Array) -> pa.Table:
+    """Four records of two channels, and ``extra`` columns."""
+    return pa.table(
+        {
+            "ts": pa.array([1, 5, 3, 9], pa.int64()),
+            "at": pa.array([0, 1, 2, 3], pa.int64()),
+            "ch": pa.array([0, 1, 0, 1], pa.int64()),
+            "k": pa.array([1, 1, 2, 2], pa.int64()),
+            **extra,
+        }
+    )
+
+
+BOUNDED = WatermarkStrategy.for_bounded_out_of_orderness(2)
+TUMBLING = TumblingEventTimeWindows.of(10)
+
+
+@pytest.mark.parametrize(
+    ("call", "parameter"),
+    [
+        (lambda t: replay(t, "bo", channel="ch", arrival="at"), "strategy"),  # type: ignore[arg-type]
+        (lambda t: replay(t, BOUNDED, channel=None, arrival="at", event_time="ts"), "channel"),
+        (lambda t: replay(t, BOUNDED, channel=2, arrival=1, event_time="ts"), "channel"),
+        (lambda t: replay(t, BOUNDED, channel="ch", arrival="at", event_time=0), "event_time"),
+        (
+            lambda t: replay(
+                t, BOUNDED, channel="ch", arrival="at", event_time="ts", window=TUMBLING, key=5
+            ),
+            "key",
+        ),
+        (
+            lambda t: replay(t, BOUNDED, channel="ch", arrival="at", event_time="ts", aggs=None),
+            "aggs",
+        ),
+        (
+            lambda t: replay(
+                t, BOUNDED, channel="ch", arrival="at", event_time="ts", event_time_unit="m"
+            ),
+            "event_time_unit",
+        ),
+        (
+            lambda t: replay(
+                t, BOUNDED, channel="ch", arrival="at", event_time="ts", arrival_unit="m"
+            ),
+            "arrival_unit",
+        ),
+        (
+            lambda t: replay(
+                t, BOUNDED, channel="ch", arrival="at", event_time="ts", source_parallelism=2**70
+            ),
+            "source_parallelism",
+        ),
+        (lambda t: WindowOperator(TUMBLING, key=None, event_time="ts"), "key"),  # type: ignore[arg-type]
+        (lambda t: TimelineBuilder(BOUNDED, 2, subtasks=[0]), "subtasks"),
+        (lambda t: TimelineBuilder(BOUNDED, 2, subtasks=[0, 2]), "subtasks"),
+        (lambda t: TimelineBuilder(BOUNDED, 2, end_buckets=[0]), "end_buckets"),
+        (lambda t: TimelineBuilder(BOUNDED, 2**63), "num_channels"),
+        (lambda t: TimelineBuilder(BOUNDED, 2, keep_emissions="no"), "keep_emissions"),  # type: ignore[arg-type]
+    ],
+)
+def test_replay_and_builders_name_the_bad_argument(
+    call: Callable[[pa.Table], Any], parameter: str
+) -> None:
+    """Each was a raw AttributeError, TypeError, KeyError or OverflowError, named another
+    parameter, or (channel=2) read the columns by position."""
+    with pytest.raises(InvalidParameterError, match=f"`{parameter}`"):
+        call(_events())
+
+
+def test_replay_names_a_marker_column_that_is_not_integer() -> None:
+    """A float marker column was blamed on ``marker`` (drive's parameter)."""
+    punctuated = WatermarkStrategy.for_punctuated("m")
+    table = _events(m=pa.array([1.0, 2.0, 3.0, 4.0]))
+    with pytest.raises(InvalidInputError, match="`m`"):
+        replay(table, punctuated, channel="ch", arrival="at", event_time="ts")
+
+
+def test_a_column_named_twice_or_added_by_replay_is_a_schema_error() -> None:
+    """Duplicate names gave raw KeyErrors (or "missing column"), and columns named like
+    the ones replay adds came back twice in its output."""
+    from floodmark.exceptions import SchemaError
+
+    dup = _events().append_column("ts", pa.array([0, 0, 0, 0], pa.int64()))
+    with pytest.raises(SchemaError, match="2 columns named 'ts'"):
+        replay(dup, BOUNDED, channel="ch", arrival="at", event_time="ts")
+    with pytest.raises(SchemaError, match="2 columns named 'ts'"):
+        WindowOperator(TUMBLING, key="k", event_time="ts").process(dup.to_batches()[0])
+    for added in ("channel_watermark", "watermark", "is_late", "reason"):
+        table = _events(**{added: pa.array([0, 0, 0, 0])})
+        with pytest.raises(SchemaError, match=f"`{added}`"):
+            replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")
+
+
+@pytest.mark.parametrize(
+    "channels",
+    [pa.array([[0], [1], [0], [1]]), pa.array([{"p": 0}, {"p": 1}, {"p": 0}, {"p": 1}])],
+)
+def test_replay_refuses_nested_channels_naming_the_column(channels: pa.Array) -> None:
+    from floodmark.exceptions import SchemaError
+
+    table = _events().set_column(2, "ch", channels)
+    with pytest.raises(SchemaError, match=r"`ch`.*integer or string"):
+        replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")

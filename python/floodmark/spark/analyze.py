@@ -35,7 +35,7 @@ import pyarrow as pa
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import column_names, key_column, quote
+from floodmark.spark.columns import key_column, quote
 from floodmark.spark.late import element_late
 from floodmark.spark.lookup import with_in_force
 from floodmark.spark.plan import make_plan, valid_rows
@@ -43,7 +43,7 @@ from floodmark.spark.timeline import compute_timelines
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
-from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS
+from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS, column_names
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -169,9 +169,12 @@ def analyze_bounds(
         strategies = []
         for idle in idle_timeouts:
             strategy = WatermarkStrategy.for_monotonous_timestamps()
-            if idle is not None:
-                strategy = strategy.with_idleness(idle)
-            strategies.append(strategy_in_ticks(strategy, ev.unit, arr.unit))
+            try:
+                if idle is not None:
+                    strategy = strategy.with_idleness(idle)
+                strategies.append(strategy_in_ticks(strategy, ev.unit, arr.unit))
+            except InvalidParameterError as err:  # each names idle_timeout
+                raise err.renamed("idle_timeouts") from None
         if max(size, slide, abs(offset)) >= SAFE_PARAM:
             raise InvalidParameterError(
                 "window", "analyze_bounds takes window sizes, slides and offsets under 2^60 ticks"

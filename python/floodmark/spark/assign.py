@@ -25,13 +25,13 @@ from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration
-from floodmark.vocabulary import first_repeat, named_twice
+from floodmark.vocabulary import WATERMARK_COLUMNS, first_repeat, named_twice
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 #: Columns :func:`assign_watermarks` adds.
-ADDED_COLUMNS = ("channel_watermark", "watermark", "is_late", "error")
+ADDED_COLUMNS = (*WATERMARK_COLUMNS, "error")
 _CWM, _WM, _ARRIVAL = "__fm_channel_wm", "__fm_wm", "__fm_arrival"
 
 

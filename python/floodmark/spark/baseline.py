@@ -26,12 +26,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import TimeColumn, key_column, quote, time_column
 from floodmark.spark.plan import check_arguments
-from floodmark.spark.windows import flag
 from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND, Duration, as_int, to_ticks
+from floodmark.vocabulary import flag
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -51,14 +51,14 @@ def micros(column: TimeColumn) -> Column:
     if factor == 1 or column.kind != "integer":  # a timestamp's ticks came from micros
         return ticks * factor
     reach = I64_MAX // factor
-    beyond = F.raise_error(
-        F.format_string(
-            f"floodmark: invalid input `{column.name}`: %s {column.unit} is beyond what "
-            "Spark's timestamps hold (microseconds in a long, about 292,000 years either "
-            "side of 1970), so Spark's own watermark cannot read it; is the unit right?",
-            ticks,
-        )
+    problem = InvalidInputError(
+        column.name,
+        f"\0 {column.unit} is beyond what Spark's timestamps hold (microseconds in a "
+        "long, about 292,000 years either side of 1970), so Spark's own watermark cannot "
+        "read it; is the unit right?",
     )
+    pattern = str(problem).replace("%", "%%").replace("\0", "%s")  # the value at \0
+    beyond = F.raise_error(F.format_string(pattern, ticks))
     return F.when(ticks.between(-reach, reach), ticks * factor).otherwise(beyond.cast("bigint"))
 
 

@@ -86,22 +86,6 @@ class TimeColumn:
 _MICROS_PER_TICK = {"us": 1, "ms": 1_000, "s": 1_000_000}
 
 
-def column_names(value: object, parameter: str) -> list[str]:
-    """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
-    anything else (a ``Column`` object, say: floodmark takes names)."""
-    if isinstance(value, str):
-        return [value]
-    try:  # a list, tuple, pandas Index, numpy array of names...; a Column is not iterable
-        names = list(value)  # type: ignore[call-overload]
-    except TypeError:
-        names = None
-    if names is not None and all(isinstance(n, str) for n in names):
-        return [str(n) for n in names]
-    raise InvalidParameterError(
-        parameter, f"expected a column name (str) or a list of them, got {type(value).__name__}"
-    )
-
-
 def quote(name: str) -> str:
     """Backtick-quote a column name for Spark expressions."""
     return "`" + name.replace("`", "``") + "`"

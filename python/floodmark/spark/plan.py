@@ -20,10 +20,10 @@ from floodmark.spark.columns import (
     quote,
     time_column,
 )
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import WatermarkStrategy, event_time_column
 from floodmark.time import Duration, to_ticks
 from floodmark.timeline import PERIODIC_KINDS, check_topology, strategy_in_ticks
-from floodmark.vocabulary import NULL_REASONS
+from floodmark.vocabulary import NULL_REASONS, column_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -81,10 +81,8 @@ def check_arguments(
     if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
         raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {type(df).__name__}")
     for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
-        if (name is not None or parameter == "channel") and not isinstance(name, str):
-            raise InvalidParameterError(
-                parameter, f"expected a column name (str), got {type(name).__name__}"
-            )
+        if name is not None or parameter == "channel":
+            column_name(name, parameter)
     if arrival is None and arrival_unit is not None:
         raise InvalidParameterError(
             "arrival_unit",
@@ -167,14 +165,7 @@ def make_plan(
     given = arrival
     df, arrival, arrival_unit = with_default_arrival(df, arrival, channel, arrival_unit)
     with ordered_input_released(df, given):  # a rejected call keeps no cache
-        name = event_time or (strategy.timestamp_column if strategy else None)
-        if name is None:
-            raise InvalidParameterError(
-                "event_time",
-                "name the event-time column, either "
-                "event_time='ts' or strategy.with_timestamp_assigner('ts')",
-            )
-        ev = time_column(df, name, event_time_unit, "event_time")
+        ev = time_column(df, event_time_column(strategy, event_time), event_time_unit, "event_time")
         arr = time_column(df, arrival, arrival_unit, "arrival")
         key_column(df, channel, "channel")
         interval = to_ticks(emit_interval, arr.unit, "emit_interval")

@@ -51,6 +51,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
+from floodmark.arrays import as_table, field_index
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import as_int, check_unit, to_ticks
 
@@ -142,7 +143,8 @@ def replay_stream(
 
     Args:
         spark: the session (the data source is registered with it once).
-        data: a Parquet file or folder (read with ``pyarrow``), or a ``pyarrow.Table``.
+        data: a Parquet file or folder (read with ``pyarrow``), or a ``pyarrow.Table``,
+            ``RecordBatch`` or pandas ``DataFrame``.
         arrival: the arrival column: an integer epoch column (``arrival_unit``), a
             ``timestamp`` or a ``timestamp_ntz`` (the clock then counts microseconds).
             No nulls.
@@ -276,15 +278,18 @@ def _prepare_replay(
     """Write one Parquet file per channel, sorted by arrival, and a manifest."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    table = data if isinstance(data, pa.Table) else pq.read_table(os.fspath(data))
+    if isinstance(data, (str, os.PathLike)):
+        table = pq.read_table(os.fspath(data))
+    else:
+        table = as_table(data, "data")
     for name, parameter in ((arrival, "arrival"), (channel, "channel")):
         if name not in table.column_names:
-            err = SchemaError(
+            raise SchemaError(
                 name,
                 f"the table has no column {name!r} (given as "
                 f"{parameter}=); its columns are {sorted(table.column_names)}",
             )
-            raise err
+        field_index(table.schema, name)  # named once
     # The Spark schema the stream has, and the Arrow schema Spark's Python data source
     # expects the batches in (timestamps as UTC microseconds, ...).
     spark_schema = _spark_schema(table.schema)

@@ -169,6 +169,12 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
             df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[timedelta.max], **COLUMNS
         ),
     ),
+    "zero idle timeout": (
+        "`idle_timeouts`",
+        lambda df: analyze_bounds(
+            df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[0], **COLUMNS
+        ),
+    ),
     "bound too large": (
         "bounds",
         lambda df: analyze_bounds(df, bounds=[timedelta.max], window=WINDOW, **COLUMNS),
@@ -523,7 +529,7 @@ def test_names_and_durations_come_in_any_iterable() -> None:
     import pandas as pd
 
     from floodmark.spark.analyze import listed
-    from floodmark.spark.columns import column_names
+    from floodmark.vocabulary import column_names
 
     assert column_names(pd.Index(["a", "b"]), "key") == ["a", "b"]
     assert column_names(np.array(["a"]), "key") == ["a"]

@@ -240,6 +240,15 @@ def test_bad_arguments_are_refused(spark: Any, tmp_path: Path) -> None:
         replay_stream(spark, table, arrival="arr", channel="partition", step=1)
     with pytest.raises(SchemaError, match="arrival= column 'key'"):
         replay_stream(spark, table, arrival="key", channel="partition", step=1)
+    twice = table.append_column("arrival", table["arrival"])
+    with pytest.raises(SchemaError, match="2 columns named 'arrival'"):
+        replay_stream(spark, twice, arrival="arrival", channel="partition", step=1)
+    with pytest.raises(InvalidParameterError, match="`data`"):
+        replay_stream(spark, [1, 2], arrival="arrival", channel="partition", step=1)  # type: ignore[arg-type]
+    from_pandas = replay_stream(
+        spark, table.to_pandas(), arrival="arrival", channel="partition", step=1
+    )
+    assert from_pandas.isStreaming
     unsigned = table.append_column("count", pa.array(range(12), pa.uint32()))
     with pytest.raises(SchemaError, match="column 'count' has type uint32, which Spark"):
         replay_stream(spark, unsigned, arrival="arrival", channel="partition", step=1)

@@ -57,9 +57,9 @@ from floodmark.spark.streaming.frontier import (
 )
 from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink, check_staged_here
 from floodmark.spark.streaming.state import NEW_QUERY, StateError, StateStore
-from floodmark.spark.windows import flag
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import WatermarkStrategy, check_strategy
 from floodmark.time import Duration, to_ticks
+from floodmark.vocabulary import flag
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -162,10 +162,7 @@ class BatchHandler(ABC):
         channels: Iterable[Any] | None = None,
         cache_batch: bool | None = None,
     ) -> None:
-        if not isinstance(strategy, WatermarkStrategy):
-            raise InvalidParameterError(
-                "strategy", f"expected a floodmark.WatermarkStrategy, got {type(strategy).__name__}"
-            )
+        check_strategy(strategy)
         for parameter, value, what in (
             ("channel", channel, "a channel column: the Kafka partition"),
             ("arrival", arrival, "an arrival column: the Kafka record timestamp"),

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.batches import runs
-from floodmark.spark.columns import column_names, quote
+from floodmark.spark.columns import quote
 from floodmark.spark.executors import floodmark_on_executors, require_floodmark
 from floodmark.spark.late import element_late
 from floodmark.spark.packed import (
@@ -58,7 +58,7 @@ from floodmark.spark.streaming.watermarks import (
     stamped_plan,
     timeline_frame,
 )
-from floodmark.spark.windows import flag, make_window_plan, results_frame
+from floodmark.spark.windows import make_window_plan, results_frame
 from floodmark.spark.windows.keyed import (
     Feeder,
     default_partitions,
@@ -77,7 +77,7 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import I64_MIN, Duration
-from floodmark.vocabulary import parse_aggs
+from floodmark.vocabulary import column_names, flag, parse_aggs
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import column_names, key_column, name_key, quote, value_column
+from floodmark.spark.columns import key_column, name_key, quote, value_column
 from floodmark.spark.lookup import shipped_advances
 from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
@@ -42,7 +42,15 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import WatermarkStrategy
 from floodmark.time import Duration, to_ticks
-from floodmark.vocabulary import agg_name, check_result_names, first_repeat, named_twice, parse_aggs
+from floodmark.vocabulary import (
+    agg_name,
+    check_result_names,
+    column_names,
+    first_repeat,
+    flag,
+    named_twice,
+    parse_aggs,
+)
 from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
 
 if TYPE_CHECKING:
@@ -272,13 +280,6 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
         timing.alias("timing"),
         arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
     )
-
-
-def flag(value: object, parameter: str) -> bool:
-    """``value`` if it is a bool, else a clear error naming ``parameter``."""
-    if not isinstance(value, bool):
-        raise InvalidParameterError(parameter, f"expected True or False, got {value!r}")
-    return value
 
 
 def positive_int(value: object, parameter: str) -> int:
