@@ -320,6 +320,8 @@ def check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             )
     if args.only and (args.partitions or args.span):
         ap.error("--only selects steps of the classic run; the grid mode runs them all")
+    if args.layout != "arrival" and not (args.partitions or args.span or args.generate):
+        ap.error("--layout applies to the grid mode (--partitions, --span)")
 
 
 def main() -> None:

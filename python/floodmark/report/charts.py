@@ -21,7 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 from floodmark.report.figures import (
+    BEYOND_NOTE,
+    beyond_chart,
     channel_series,
+    delay_bars,
     delay_stats,
     downsample,
     label,
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DPI = 100
+#: The firing-delay chart draws one bar per delay up to this many distinct delays, a
+#: histogram of this many bins beyond.
+MAX_BARS = 80
 _P = ParamSpec("_P")
 #: Idle partitions, in every chart.
 IDLE_COLOUR = "#4f7cc4"
@@ -51,6 +57,8 @@ def as_written(draw: Callable[_P, Path]) -> Callable[_P, Path]:
     def drawn(*args: _P.args, **kwargs: _P.kwargs) -> Path:
         with plt.rc_context({"text.parse_math": False}), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+            # dates far from matplotlib's epoch (a sentinel time): drawn, at coarser ticks
+            warnings.filterwarnings("ignore", message="Plotting microsecond time intervals")
             return draw(*args, **kwargs)
 
     return drawn
@@ -127,6 +135,12 @@ def watermark_chart(
     for i, (chan, (t, w)) in enumerate(series.items()):
         step_line(top, t, w, **units, lw=0.8, alpha=0.7, color=cmap(i % 20), label=f"{chan}")
     step_line(top, times[ok], wms[ok], **units, lw=3, color="black", label="combined")
+    beyond = beyond_chart(times, arrival_unit) or beyond_chart(wms[ok], event_unit)
+    if beyond or any(
+        beyond_chart(t, arrival_unit) or beyond_chart(w[w != I64_MIN], event_unit)
+        for t, w in series.values()
+    ):
+        top.annotate(BEYOND_NOTE, (0.01, 0.02), xycoords="axes fraction", fontsize=8)
     top.set_ylabel("watermark (event time)")
     top.set_title("Watermarks over arrival time")
     top.grid(alpha=0.3)
@@ -208,7 +222,12 @@ def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
     if len(delays) == 0:
         return _empty(fig, ax, "no window fired on time before the end of input", path)
     stats = delay_stats(delays)
-    ax.hist(delays, bins=min(80, max(10, len(np.unique(delays)))), color="tab:green")
+    bars = delay_bars(delays, MAX_BARS)
+    if bars is not None:
+        ax.bar(bars.values, bars.counts, width=bars.width, color="tab:green")
+    else:  # edges a float can tell apart (delays near the int64 ends are coarse)
+        edges = np.unique(np.linspace(delays.min(), delays.max(), MAX_BARS + 1))
+        ax.hist(delays, bins=list(edges), color="tab:green")
     marks = ((stats.median, "median", "--", -14), (stats.p99, "p99", ":", -28))
     for value, name, style, below in marks:  # one line under the other: they can be close
         ax.axvline(value, color="black", ls=style)

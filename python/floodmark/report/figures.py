@@ -31,16 +31,37 @@ def seconds_per_tick(unit: str) -> float:
 CHART_DATES = (np.datetime64("1000-01-01"), np.datetime64("9000-01-01"))
 
 
-def to_datetime(ticks: np.ndarray, unit: str) -> np.ndarray:
-    """Epoch ticks as ``datetime64`` values of the same unit (for readable axes),
-    within :data:`CHART_DATES`."""
+def _chart_limits(unit: str) -> tuple[int, int]:
+    """:data:`CHART_DATES` in epoch ticks of ``unit``."""
     per_second = TICKS_PER_SECOND[unit]
     low, high = (
         min(max(int(d.astype("datetime64[s]").astype(np.int64)) * per_second, I64_MIN + 1), I64_MAX)
         for d in CHART_DATES
     )
+    return low, high
+
+
+def to_datetime(ticks: np.ndarray, unit: str) -> np.ndarray:
+    """Epoch ticks as ``datetime64`` values of the same unit (for readable axes),
+    within :data:`CHART_DATES`."""
+    low, high = _chart_limits(unit)
     clipped = np.clip(np.asarray(ticks, dtype=np.int64), low, high)
     return clipped.astype(f"datetime64[{unit}]")
+
+
+def beyond_chart(ticks: np.ndarray, unit: str) -> bool:
+    """Whether any of ``ticks`` is drawn at an end of :data:`CHART_DATES` rather than
+    where it is (the chart then says so)."""
+    low, high = _chart_limits(unit)
+    values = np.asarray(ticks, dtype=np.int64)
+    return bool(values.size) and bool(((values < low) | (values > high)).any())
+
+
+#: What a chart says when :func:`beyond_chart`.
+BEYOND_NOTE = (
+    f"times before {CHART_DATES[0]} or after {CHART_DATES[1]} are drawn there "
+    "(the CSV files have them as they are)"
+)
 
 
 def downsample(
@@ -103,12 +124,18 @@ def seconds_between(
     later: np.ndarray, later_unit: str, earlier: np.ndarray, earlier_unit: str
 ) -> np.ndarray:
     """``later - earlier`` in seconds, the two in different tick units (e.g. arrival
-    and event time): subtracted exactly in the finer unit, then converted (epoch ticks
-    lose digits as floats)."""
+    and event time): whole seconds and fractions subtracted apart (epoch ticks lose
+    digits as floats, and scaled to the finer unit they can leave the ``int64``
+    range)."""
     fine = max(TICKS_PER_SECOND[later_unit], TICKS_PER_SECOND[earlier_unit])
-    a = np.asarray(later, np.int64) * (fine // TICKS_PER_SECOND[later_unit])
-    b = np.asarray(earlier, np.int64) * (fine // TICKS_PER_SECOND[earlier_unit])
-    return np.asarray((a - b) / fine, dtype=np.float64)
+    parts = []
+    for ticks, unit in ((later, later_unit), (earlier, earlier_unit)):
+        per = TICKS_PER_SECOND[unit]  # whole seconds, and the rest in ticks of `fine`
+        whole, rest = np.divmod(np.asarray(ticks, np.int64), per)
+        parts.append((whole.astype(np.float64), rest * (fine // per)))
+    (a, a_rest), (b, b_rest) = parts
+    borrow, rest = np.divmod(a_rest - b_rest, fine)  # one form per value: equal delays equal
+    return np.asarray((a - b + borrow) + rest / fine, dtype=np.float64)
 
 
 def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.ndarray:
@@ -145,6 +172,28 @@ class DelayStats:
         )
 
 
+@dataclass(frozen=True)
+class Bars:
+    """One bar per distinct value: where, how many, how wide."""
+
+    values: np.ndarray
+    counts: np.ndarray
+    width: float
+
+
+def delay_bars(delays: np.ndarray, most: int) -> Bars | None:
+    """The firing delays as one bar per distinct delay, if there are at most ``most``
+    (they sit on the emission grid: a histogram's edges fell on them and split equal
+    delays between two bins); None for more. Bars are 0.8 of the closest two values'
+    gap wide, and at least 0.8 of the spread over ``most`` (else too thin to see)."""
+    values, counts = np.unique(delays, return_counts=True)
+    if len(values) > most:
+        return None
+    spread = float(values[-1] - values[0]) if len(values) else 0.0
+    gap = max(float(np.diff(values).min()), spread / most) if spread else 1.0
+    return Bars(values, counts, 0.8 * gap)
+
+
 def delay_stats(delays: np.ndarray) -> DelayStats:
     """Median, p90, p99 and max of ``delays``."""
     if len(delays) == 0:
@@ -155,13 +204,18 @@ def delay_stats(delays: np.ndarray) -> DelayStats:
 
 
 def label(value: Any) -> str:
-    """A table cell or legend label: durations spelled like ``5s``, floats shortened."""
+    """A table cell or legend label: durations spelled like ``5s``, whole numbers with
+    thousands separators (a count in a column of seconds too), other floats shortened."""
     if value is None:
         return "-"
     if isinstance(value, timedelta):
         return format_duration(value)
     if isinstance(value, float):
-        return "nan" if value != value else f"{value:.4g}"
+        if value != value:
+            return "nan"
+        if value.is_integer() and abs(value) < 2**53:  # a count in a float column
+            return f"{int(value):,}"
+        return f"{value:.4g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
@@ -172,8 +226,13 @@ def utc_strings(ticks: np.ndarray, unit: str) -> np.ndarray:
     yet" (no watermark) and ``I64_MAX`` "end of input"."""
     ticks = np.asarray(ticks, dtype=np.int64)
     low, high = ticks == I64_MIN, ticks == I64_MAX
-    stamps = np.where(low | high, 0, ticks).astype(f"datetime64[{unit}]").astype("datetime64[ms]")
-    out = np.datetime_as_string(stamps).astype(object)
+    plain = np.where(low | high, 0, ticks)
+    per_ms = TICKS_PER_SECOND[unit] // 1_000
+    if per_ms:  # floored to ms (ticks scaled up to ms can leave the int64 range)
+        text = np.datetime_as_string(np.floor_divide(plain, per_ms).astype("datetime64[ms]"))
+    else:  # whole seconds: no digits below them
+        text = np.char.add(np.datetime_as_string(plain.astype("datetime64[s]")), ".000")
+    out = np.asarray(text).astype(object)
     out[low] = "none yet"
     out[high] = "end of input"
     return out

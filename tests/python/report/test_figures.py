@@ -91,3 +91,52 @@ def test_format_duration_and_label() -> None:
     assert format_duration(timedelta(minutes=1)) == "1m"
     assert format_duration(timedelta(0)) == "0s"
     assert figures.label(None) == "-" and figures.label(1234) == "1,234"
+
+
+def test_seconds_between_far_apart_values_does_not_wrap() -> None:
+    """Event times in s near year 9999 and arrivals in ns: scaled to ns first, they left
+    the int64 range (a delay of +207 years for one of -7,977)."""
+    later = np.array([1_700_000_000_000_000_000], np.int64)  # ns
+    earlier = np.array([253_402_300_000], np.int64)  # s
+    assert figures.seconds_between(later, "ns", earlier, "s").tolist() == [-251_702_300_000.0]
+
+
+def test_equal_delays_are_one_float_whatever_their_ends() -> None:
+    """35.2 s reached from different ends is one value (the chart draws a bar per value)."""
+    later = np.array([35_200, 36_200, 1_700_000_035_200, 1_700_000_036_000, -800], np.int64)
+    earlier = np.array([0, 1_000, 1_700_000_000_000, 1_700_000_000_800, -36_000], np.int64)
+    assert set(figures.seconds_between(later, "ms", earlier, "ms").tolist()) == {35.2}
+
+
+def test_utc_strings_of_coarse_and_fine_units_stay_in_range() -> None:
+    """Seconds near the int64 top were scaled to ms and wrapped to 1969."""
+    far = figures.utc_strings(np.array([I64_MAX - 1, -5], np.int64), "s").tolist()
+    assert far == ["292277026596-12-04T15:30:06.000", "1969-12-31T23:59:55.000"]
+    fine = figures.utc_strings(np.array([1_700_000_000_123_456_789], np.int64), "ns").tolist()
+    assert fine == ["2023-11-14T22:13:20.123"]
+
+
+def test_delays_on_a_grid_get_one_bar_each() -> None:
+    """A histogram's edges fell on the 200 ms grid's values and split equal delays
+    between two bins: the demo's chart showed 35.3 s and 35.7 s, which never occur."""
+    delays = np.repeat([35.2, 35.4, 35.6, 35.8, 36.0, 36.2], [10, 20, 15, 8, 1, 1])
+    bars = figures.delay_bars(delays, 80)
+    assert bars is not None
+    assert bars.values.tolist() == [35.2, 35.4, 35.6, 35.8, 36.0, 36.2]
+    assert bars.counts.tolist() == [10, 20, 15, 8, 1, 1]
+    assert 0 < bars.width < 0.2
+    one = figures.delay_bars(np.array([9.2e15]), 80)
+    assert one is not None and one.counts.tolist() == [1] and one.width == 0.8
+    assert figures.delay_bars(np.arange(81, dtype=np.float64), 80) is None
+
+
+def test_a_count_in_a_float_column_reads_as_a_count() -> None:
+    """The delay table's ``firings`` row (in its column of seconds) read 5.685e+04."""
+    assert figures.label(56_849.0) == "56,849"
+    assert figures.label(35.2) == "35.2" and figures.label(float("nan")) == "nan"
+
+
+def test_times_beyond_the_chart_dates_are_found() -> None:
+    assert figures.beyond_chart(np.array([0, I64_MAX - 1]), "ms")
+    assert not figures.beyond_chart(np.array([0, 1_700_000_000_000]), "ms")
+    assert not figures.beyond_chart(np.array([], np.int64), "ms")

@@ -300,3 +300,26 @@ def test_partition_names_are_drawn_as_written_and_far_times_are_drawn(tmp_path: 
     check_images(check_self_contained(page), CHARTS)
     assert "9999-12-31T23:59:59" in (tmp_path / "timeline.csv").read_text()
     assert "&lt;b&gt;&amp;" in page.read_text(encoding="utf-8")
+
+
+def test_a_single_delay_near_the_int64_end_is_drawn(tmp_path: Path) -> None:
+    """One firing delay of ~9e15 s (event times near ``Long.MAX``): the histogram could
+    not make 10 bins of v +- 0.5 (a float cannot tell them apart) and the report
+    failed; far dates warn nothing on the terminal either."""
+    import pyarrow as pa
+
+    from floodmark.report import ReportInputs
+
+    firings = pa.table(
+        {
+            "window_end": pa.array([2**63 - 11_000]),
+            "fired_at": pa.array([3_000]),
+            "timing": ["on_time"],
+            "firings": pa.array([1]),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = write_report(tmp_path, ReportInputs(firings=firings))
+    check_self_contained(page)
+    assert (tmp_path / "firing_delay.png").stat().st_size > 0
