@@ -217,7 +217,8 @@ def partition_chart(partitions: pa.Table, path: str | Path, *, title: str | None
 
 @as_written
 def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
-    """Histogram of on-time firing delays (seconds), median and p99 marked."""
+    """On-time firing delays (seconds): a bar per delay (a histogram for many), median
+    and p99 marked."""
     fig, ax = plt.subplots(figsize=(12, 4.5))
     if len(delays) == 0:
         return _empty(fig, ax, "no window fired on time before the end of input", path)
