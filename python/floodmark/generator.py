@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from floodmark import _core
 from floodmark.exceptions import InvalidParameterError
 from floodmark.time import check_int64, check_unit, to_ticks
+from floodmark.vocabulary import snapshot_bytes
 
 if TYPE_CHECKING:
     from floodmark.strategy import WatermarkStrategy
@@ -180,7 +181,7 @@ class WatermarkGenerator:
             SnapshotError: ``data`` is corrupt, or a snapshot of another kind of object
                 or of a generator of another configuration (the message says which).
         """
-        self._inner.restore(data)
+        self._inner.restore(snapshot_bytes(data))
 
     def __repr__(self) -> str:
         return f"WatermarkGenerator({self._strategy!r}, unit={self._unit!r})"

@@ -30,7 +30,7 @@ from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import WatermarkStrategy, check_strategy
 from floodmark.time import Duration, as_int, check_int64, to_ticks
 from floodmark.valve import check_num_channels
-from floodmark.vocabulary import flag
+from floodmark.vocabulary import flag, snapshot_bytes
 
 
 class InForce(NamedTuple):
@@ -418,7 +418,7 @@ class TimelineBuilder:
             SnapshotError: not a builder snapshot, or one of another strategy or
                 emission interval.
         """
-        self._inner.restore(data)
+        self._inner.restore(snapshot_bytes(data))
 
     def channel_status(self, channel: int) -> tuple[int, bool]:
         """Channel ``channel``'s watermark so far (``-2**63``: none) and whether it is

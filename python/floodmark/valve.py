@@ -17,6 +17,7 @@ from floodmark.arrays import field_index, to_int64_array, to_string_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.generator import Emission, _emissions
 from floodmark.time import I64_MAX, as_int, check_int64
+from floodmark.vocabulary import snapshot_bytes
 
 
 def check_num_channels(num_channels: object) -> int:
@@ -197,7 +198,7 @@ class Valve:
             SnapshotError: ``data`` is corrupt, not a valve snapshot, or one of a valve
                 with another number of channels.
         """
-        self._inner.restore(data)
+        self._inner.restore(snapshot_bytes(data))
 
     def __repr__(self) -> str:
         return (
@@ -329,7 +330,7 @@ class Multiplexer:
         Raises:
             SnapshotError: ``data`` is corrupt or not a multiplexer snapshot.
         """
-        self._inner.restore(data)
+        self._inner.restore(snapshot_bytes(data))
 
 
 __all__ = [

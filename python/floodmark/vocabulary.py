@@ -103,6 +103,16 @@ def flag(value: object, parameter: str) -> bool:
     return value
 
 
+def snapshot_bytes(data: object) -> bytes:
+    """``data`` as the bytes of a snapshot (``bytes``, ``bytearray``, ``memoryview``);
+    a clear error naming ``data`` for anything else (a path, a str, None)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidParameterError(
+            "data", f"expected the bytes snapshot() returned, got {type(data).__name__}"
+        )
+    return bytes(data)
+
+
 def column_name(value: object, parameter: str) -> str:
     """A column name given as ``parameter``; a clear error for anything else (a
     position, a ``Column`` object: floodmark takes names)."""

@@ -25,7 +25,7 @@ Departures from Flink (each deliberate, nothing is lost silently):
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -40,7 +40,14 @@ from floodmark.exceptions import (
     SnapshotError,
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
-from floodmark.vocabulary import Agg, agg_name, check_result_names, column_names, parse_aggs
+from floodmark.vocabulary import (
+    Agg,
+    agg_name,
+    check_result_names,
+    column_names,
+    parse_aggs,
+    snapshot_bytes,
+)
 
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
 #: fired again by a late record within the allowed lateness.
@@ -179,6 +186,10 @@ def merge_windows(
         InvalidParameterError: a window is not a pair of int64 bounds (named
             ``windows``).
     """
+    if isinstance(windows, (str, bytes)) or not isinstance(windows, Iterable):
+        raise InvalidParameterError(
+            "windows", f"expected a list of (start, end) pairs, got {type(windows).__name__}"
+        )
     pairs = []
     for window in windows:
         if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
@@ -319,6 +330,11 @@ def _advances(watermarks: Any) -> tuple[list[int], list[int], list[int | None]]:
     for name in ("position", "watermark"):
         if name not in cols:
             raise SchemaError(name, "missing column in watermarks")
+    for name, values in cols.items():
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+            raise SchemaError(
+                name, f"watermarks' columns hold one value per advance, got {values!r}"
+            )
     positions = _ints(cols["position"], "position")
     marks = _ints(cols["watermark"], "watermark")
     times = _ints(cols.get("time", [None] * len(positions)), "time", nullable=True)
@@ -577,7 +593,7 @@ class WindowOperator:
         Raises:
             SnapshotError: corrupt data or another configuration.
         """
-        native = bytes(data)
+        native = snapshot_bytes(data)
         if native[: len(_SNAPSHOT_MAGIC)] == _SNAPSHOT_MAGIC:
             start = len(_SNAPSHOT_MAGIC) + 1
             size = native[start - 1] if len(native) >= start else 0

@@ -668,3 +668,30 @@ def test_replay_refuses_nested_channels_naming_the_column(channels: pa.Array) ->
     table = _events().set_column(2, "ch", channels)
     with pytest.raises(SchemaError, match=r"`ch`.*integer or string"):
         replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")
+
+
+def test_restore_of_what_is_not_a_snapshot_names_data() -> None:
+    """A str or None given to restore: TypeErrors that named nothing."""
+    restorable: list[Any] = [
+        Valve(2),
+        Multiplexer(),
+        BOUNDED.create_generator("ms"),
+        TimelineBuilder(BOUNDED, 2),
+        WindowOperator(TUMBLING, key="k", event_time="ts"),
+    ]
+    for target in restorable:
+        for bad in ("snapshot.bin", None):
+            with pytest.raises(InvalidParameterError, match="`data`"):
+                target.restore(bad)
+        target.restore(bytearray(target.snapshot()))  # any bytes-like works
+
+
+def test_scalar_advances_and_windows_are_named() -> None:
+    from floodmark.exceptions import SchemaError
+
+    op = WindowOperator(TUMBLING, key="k", event_time="ts")
+    batch = _events().to_batches()[0]
+    with pytest.raises(SchemaError, match="`position`: watermarks' columns hold one value"):
+        op.process(batch, {"position": 1, "watermark": 10})
+    with pytest.raises(InvalidParameterError, match="`windows`"):
+        merge_windows(None)  # type: ignore[arg-type]
