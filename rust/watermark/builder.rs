@@ -1239,12 +1239,19 @@ fn check_interval(interval: i64) -> Result<()> {
     Ok(())
 }
 
-/// The grid time of `bucket`, checked: the grid times from one before it to one after
-/// it must be `i64`s (arrivals within two intervals of the range's top, less than one
-/// of its bottom, cannot be placed).
+/// The first and the last bucket the grid can place (`interval > 0`): those whose grid
+/// times from one before to one after are `i64`s (arrivals within two intervals of the
+/// range's top, less than one of its bottom, cannot be placed).
+pub fn placeable_buckets(interval: i64) -> (i64, i64) {
+    // (k - 1) * interval >= MIN and (k + 1) * interval <= MAX; `/` truncates toward
+    // zero, which is the ceiling of MIN / interval
+    (i64::MIN / interval + 1, i64::MAX / interval - 1)
+}
+
+/// The grid time of `bucket`, checked: within [`placeable_buckets`].
 fn grid_time(bucket: i64, interval: i64) -> Result<i64> {
-    let fits = |k: Option<i64>| k.and_then(|k| k.checked_mul(interval)).is_some();
-    if fits(bucket.checked_sub(1)) && fits(bucket.checked_add(1)) {
+    let (first, last) = placeable_buckets(interval);
+    if (first..=last).contains(&bucket) {
         return Ok(bucket * interval);
     }
     Err(Error::input(
@@ -1301,6 +1308,33 @@ fn read_emission(r: &mut Reader<'_>) -> Result<Emission> {
 mod tests {
     use super::*;
     use crate::watermark::{combine, BaseGenerator, ChannelRow};
+
+    #[test]
+    fn placeable_buckets_are_those_whose_neighbouring_grid_times_fit() {
+        let fits = |k: Option<i64>, i: i64| k.and_then(|k| k.checked_mul(i)).is_some();
+        for interval in [
+            1,
+            2,
+            3,
+            7,
+            200,
+            1_000_003,
+            i64::MAX / 3,
+            i64::MAX - 1,
+            i64::MAX,
+        ] {
+            let (first, last) = placeable_buckets(interval);
+            for k in [first - 1, first, first + 1, 0, last - 1, last, last + 1] {
+                let want = fits(k.checked_sub(1), interval) && fits(k.checked_add(1), interval);
+                assert_eq!(
+                    grid_time(k, interval).is_ok(),
+                    want,
+                    "interval {interval}, k {k}"
+                );
+            }
+        }
+        assert_eq!(placeable_buckets(1), (i64::MIN + 1, i64::MAX - 1));
+    }
 
     fn rows(v: &[(usize, i64, i64)]) -> Vec<BucketRow> {
         v.iter()

@@ -33,7 +33,9 @@ pub mod timeline;
 pub mod topology;
 pub mod valve;
 
-pub use builder::{BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS};
+pub use builder::{
+    placeable_buckets, BucketRow, ChannelEmission, InForce, TimelineBuilder, MAX_EVERY_GRID_CALLS,
+};
 pub use channel::Channel;
 pub use driver::{check_grid_span, drive, drive_into, DriveOutput, DriveParams, EmissionRow};
 pub use generator::{BaseGenerator, WatermarkGenerator};

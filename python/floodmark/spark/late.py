@@ -26,14 +26,16 @@ if TYPE_CHECKING:
 
 def wrapping_add(ts: Column, lateness: int) -> Column:
     """``ts + lateness`` (``lateness >= 0``) wrapping like a Java ``long``: past
-    ``MAX`` it continues from ``MIN``, as ``(ts + MIN) + (lateness + MIN)``, both parts
-    in range."""
+    ``MAX`` it continues from ``MIN``, as ``(ts - (MAX - lateness + 1)) + MIN``, both
+    steps in range. Not as two constants added to ``ts``: Spark's optimizer reorders
+    ``(ts + a) + b`` into ``ts + (a + b)`` on any input but a local relation, and ``a +
+    b`` overflows."""
     from pyspark.sql import functions as F
 
     if lateness == 0:
         return ts
     return F.when(ts <= F.lit(I64_MAX - lateness), ts + F.lit(lateness)).otherwise(
-        (ts + F.lit(I64_MIN)) + F.lit(lateness + I64_MIN)
+        (ts - F.lit(I64_MAX - lateness + 1)) + F.lit(I64_MIN)
     )
 
 

@@ -42,6 +42,7 @@ their offset from a second broadcast join against the distinct channels, tiny.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -409,35 +410,50 @@ def in_force_on_executors(
 ) -> DataFrame:
     """``recs`` plus one column per entry of ``advances`` (``(times, watermarks)``):
     :func:`in_force_at` the column ``arrival``, in one pass over the records in
-    Python (the executors need floodmark: checked first, as for every such pass)."""
+    Python (:func:`computed_on_executors`)."""
+    return computed_on_executors(
+        recs,
+        arrival,
+        {
+            name: functools.partial(in_force_at, times, wms)
+            for name, (times, wms) in advances.items()
+        },
+    )
+
+
+def computed_on_executors(
+    df: DataFrame, source: str, computed: dict[str, Callable[[np.ndarray], np.ndarray]]
+) -> DataFrame:
+    """``df`` plus one ``long`` column per entry of ``computed``: its function of the
+    column ``source`` (a numpy array per Arrow batch), in one pass over the rows in
+    Python on the executors (which need floodmark: checked first, as for every such
+    pass; the functions travel with the task)."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     from floodmark.spark.executors import require_floodmark
 
-    require_floodmark(recs.sparkSession)
-    names = recs.columns
-    at = names.index(arrival)
+    require_floodmark(df.sparkSession)
+    names = df.columns
+    at = names.index(source)
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
-            arrivals = b.column(at).to_numpy(zero_copy_only=False)
-            for times, wms in advances.values():
-                b = b.append_column(
-                    f"__fm_c{b.num_columns}", pa.array(in_force_at(times, wms, arrivals))
-                )
+            values = b.column(at).to_numpy(zero_copy_only=False)
+            for fn in computed.values():
+                b = b.append_column(f"__fm_c{b.num_columns}", pa.array(fn(values), pa.int64()))
             yield b
 
-    positional = recs.toDF(*[f"__fm_c{i}" for i in range(len(names))])
+    positional = df.toDF(*[f"__fm_c{i}" for i in range(len(names))])
     schema = StructType(
         [
-            *[StructField(f"__fm_c{i}", f.dataType) for i, f in enumerate(recs.schema.fields)],
+            *[StructField(f"__fm_c{i}", f.dataType) for i, f in enumerate(df.schema.fields)],
             *[
                 StructField(f"__fm_c{len(names) + j}", LongType(), False)
-                for j in range(len(advances))
+                for j in range(len(computed))
             ],
         ]
     )
-    return positional.mapInArrow(read, schema).toDF(*names, *advances)
+    return positional.mapInArrow(read, schema).toDF(*names, *computed)
 
 
 def join_bucket_frame(df: DataFrame, plan: WatermarkPlan, frame: DataFrame) -> DataFrame:
@@ -461,6 +477,7 @@ __all__ = [
     "MAX_CONSTANT_SLOTS",
     "MAX_KEYS",
     "MAX_SHIPPED_TIMELINE",
+    "computed_on_executors",
     "in_force_at",
     "in_force_by_bucket",
     "in_force_column",

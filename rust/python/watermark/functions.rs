@@ -95,6 +95,20 @@ pub fn java_string_hash(s: &str) -> i32 {
     crate::watermark::java_string_hash(s)
 }
 
+/// The first and the last grid bucket an emission interval of `interval` ticks can
+/// place (`TimelineBuilder`'s one rule: arrivals beyond cannot be placed).
+#[pyfunction]
+pub fn placeable_buckets(interval: i64) -> PyResult<(i64, i64)> {
+    if interval <= 0 {
+        return Err(Error::param(
+            "emit_interval",
+            format!("must be > 0 ticks, got {interval}"),
+        )
+        .into());
+    }
+    Ok(watermark::placeable_buckets(interval))
+}
+
 /// The source subtask of each Kafka partition of `topic` among `num_readers`, as
 /// Flink's `KafkaSourceEnumerator.getSplitOwner` assigns it (start index 0 without a
 /// topic).

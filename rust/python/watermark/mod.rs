@@ -22,6 +22,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::combine, m)?)?;
     m.add_function(wrap_pyfunction!(functions::java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(functions::kafka_split_owners, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::placeable_buckets, m)?)?;
     m.add("MAX_CHANNELS", crate::watermark::valve::MAX_CHANNELS)?;
     Ok(())
 }

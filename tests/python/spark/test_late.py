@@ -5,12 +5,14 @@ would fail on an overflow instead of wrapping."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from floodmark.spark.late import behind_watermark, element_late
+from floodmark.spark.late import behind_watermark, element_late, wrapping_add
 from floodmark.spark.plan import WatermarkPlan
 from floodmark.time import I64_MAX, I64_MIN
 
@@ -23,7 +25,11 @@ def java_add(a: int, b: int) -> int:
     return (a + b + 2**63) % 2**64 - 2**63
 
 
-def test_element_late_wraps_like_java(spark: Any) -> None:
+@pytest.mark.parametrize("source", ["local", "cached", "parquet"])
+def test_element_late_wraps_like_java(spark: Any, source: str, tmp_path: Path) -> None:
+    """On a local relation, and on inputs whose plans Spark's optimizer rewrites (a
+    cache, a file): it reordered ``(ts + a) + b`` into ``ts + (a + b)``, and ``a + b``
+    overflowed (ARITHMETIC_OVERFLOW on every record near ``MAX``)."""
     from pyspark.sql import functions as F
 
     cases = [(ts, lateness, wm) for ts in EDGES for lateness in LATENESS for wm in EDGES]
@@ -35,16 +41,30 @@ def test_element_late_wraps_like_java(spark: Any) -> None:
         }
     )
     frame = spark.createDataFrame(table)
-    got = []
+    if source == "cached":
+        frame = frame.cache()
+    elif source == "parquet":
+        pq.write_table(table, tmp_path / "cases.parquet")
+        frame = spark.read.parquet(str(tmp_path / "cases.parquet"))
+    got, sums = [], []
     for lateness in LATENESS:
         rows = (
             frame.where(F.col("lateness") == lateness)
-            .select("ts", "wm", element_late(F.col("ts"), lateness, F.col("wm")).alias("late"))
+            .select(
+                "ts",
+                "wm",
+                element_late(F.col("ts"), lateness, F.col("wm")).alias("late"),
+                wrapping_add(F.col("ts"), lateness).alias("sum"),
+            )
             .collect()
         )
         got += [(r.ts, lateness, r.wm, r.late) for r in rows]
+        sums += [(r.ts, lateness, r.sum) for r in rows]
+    if source == "cached":
+        frame.unpersist()
     want = [(ts, lateness, wm, java_add(ts, lateness) <= wm) for ts, lateness, wm in cases]
     assert sorted(got) == sorted(want)
+    assert sorted(set(sums)) == sorted({(ts, lat, java_add(ts, lat)) for ts, lat, _ in cases})
     # It means something: wrapping makes a record near MAX late for a watermark below it.
     assert (I64_MAX - 1, 9, -5, True) in got
 

@@ -468,6 +468,75 @@ def test_streaming_windows_equal_window_aggregate(
     want.unpersist()
 
 
+def test_the_native_path_fires_across_a_topic_quiet_for_hours(spark: Any, tmp_path: Path) -> None:
+    """A topic quiet for 15 hours between two segments, 100 ms windows: the batch where
+    it wakes up spans ~540,000 windows between its advances, more than the constant
+    arrays of the firings hold; the query failed there for good (smaller batches
+    cannot help: that batch also holds the old segment's tail). The firings are now
+    looked up on the executors by each window's end, and equal the batch function's."""
+    hour = 3_600_000
+
+    def segment(start: int, ids: int) -> pa.Table:
+        return pa.table(
+            {
+                "id": range(ids, ids + 60),
+                "partition": [i % 2 for i in range(60)],
+                "event_time": [start + 100 * i - 40 * (i % 3) for i in range(60)],
+                "arrival": [start + 100 * i + 50 for i in range(60)],
+                "key": [i % 2 for i in range(60)],
+                "value": list(range(60)),
+            }
+        )
+
+    parts = [segment(1_767_225_600_000, 0), segment(1_767_225_600_000 + 15 * hour, 60)]
+    table = pa.concat_tables(parts)
+    window = TumblingEventTimeWindows.of(timedelta(milliseconds=100))
+    handler = windows_handler(tmp_path, window, timedelta(0), AGGS, path="native")
+    source = write_parts(parts, tmp_path / "in")
+    run_query(spark, source, spark.createDataFrame(table).schema, handler, tmp_path / "ck")
+    assert [p["batch_id"] for p in handler.progress] == [0, 1]
+    frontier = handler.progress[-1]["frontier"]
+    want = batch_windows(spark, table, window, timedelta(0), AGGS)
+    cols = result_columns(AGGS)
+    got = read_output(spark, tmp_path / "out", "results")
+    assert rows_of(got, cols) == rows_of(before(want.results.toArrow(), "fired_at", frontier), cols)
+    assert pc.min(got["window_start"]).as_py() < 1_767_225_600_000 + hour
+    assert pc.max(got["window_start"]).as_py() > 1_767_225_600_000 + 15 * hour
+    want.unpersist()
+
+
+def test_arrivals_at_the_ends_of_the_long_range(spark: Any, tmp_path: Path) -> None:
+    """The frontier stays within the buckets the emission grid can place: a first batch
+    of one row arriving at ``Long.MIN_VALUE`` put it below the ``long`` range (a Py4J
+    NumberFormatException killed the query); now the row is refused as the batch
+    functions refuse it, naming the arrival column. A row at ``Long.MAX_VALUE`` with
+    no allowance moved it within two intervals of the top (an error naming an internal
+    ``bucket``); now it waits there, counted as pending."""
+    row = {"id": 0, "partition": 0, "event_time": 1_767_225_600_000, "key": 0, "value": 1}
+    low = pa.Table.from_pylist([{**row, "arrival": -(2**63)}])
+    source = write_parts([low], tmp_path / "low" / "in")
+    with pytest.raises(Exception, match="`arrival`: arrival times within two emission"):
+        run_query(
+            spark,
+            source,
+            spark.createDataFrame(low).schema,
+            watermarks_handler(tmp_path / "low"),
+            tmp_path / "low" / "ck",
+        )
+    normal = pa.Table.from_pylist(
+        [{**row, "id": i, "arrival": 1_767_225_600_000 + i} for i in range(3)]
+    )
+    high = pa.Table.from_pylist([{**row, "id": 9, "arrival": 2**63 - 1}])
+    source = write_parts([normal, high], tmp_path / "high" / "in")
+    handler = watermarks_handler(tmp_path / "high", allowance=timedelta(0))
+    run_query(
+        spark, source, spark.createDataFrame(normal).schema, handler, tmp_path / "high" / "ck"
+    )
+    assert [p["batch_id"] for p in handler.progress] == [0, 1]
+    assert handler.progress[-1]["pending"] == 1
+    assert read_output(spark, tmp_path / "high" / "out", "records").num_rows == 3
+
+
 def one_key_stream(ticks: range, arrival_offset: int = 0, first_id: int = 0) -> pa.Table:
     """Key 0 on partition 0, one record per tick, arriving ``arrival_offset`` later."""
     return pa.table(
@@ -937,8 +1006,8 @@ def test_a_state_restored_apart_from_its_checkpoint_is_refused(
     with pytest.raises(Exception, match=r"Spark runs batch 3, but .* holds no committed batch"):
         run_query(spark, source, schema, watermarks_handler(tmp_path), tmp_path / "ck")
     assert not (tmp_path / "state" / "commits").exists()
+    assert not (tmp_path / "state").exists()  # nothing at all
     # Together, they go on.
-    shutil.rmtree(tmp_path / "state")
     shutil.copytree(newer_state, tmp_path / "state")
     handler = watermarks_handler(tmp_path)
     run_query(spark, source, schema, handler, tmp_path / "ck")

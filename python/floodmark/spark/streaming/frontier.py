@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from floodmark import _core
 from floodmark.spark.columns import quote
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.timeline import TimelineBuilder
@@ -203,7 +204,11 @@ def advance(
     max_arrival = max(candidates) if candidates else None
     frontier = state.frontier
     if max_arrival is not None:
-        reached = ((max_arrival - allowance) // interval) * interval
+        # on the grid, within the buckets it can place: a row arriving at the 64-bit
+        # range's bottom comes behind it (and is refused as the batch functions refuse
+        # it, naming the arrival column), one within two intervals of its top waits
+        first, last = _core.placeable_buckets(interval)
+        reached = min(max((max_arrival - allowance) // interval, first), last) * interval
         frontier = reached if frontier is None else max(frontier, reached)
     channels = list(state.channels)
     builder = TimelineBuilder(

@@ -274,8 +274,10 @@ class BatchHandler(ABC):
         store = StateStore(spark, self.state_location)
         query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
         self.resume(store)
-        store.check_identity(query_id, self.fingerprint(plan))
+        identity = store.check_identity(query_id, self.fingerprint(plan))
         store.check_continues(batch_id)
+        if identity is not None:  # kept once the batch is known to continue the state
+            store.record_identity(identity)
         if isinstance(self.outputs, ParquetOutputs) and self._claimed != query_id:
             self.outputs.claim(spark, query_id)
             self._claimed = query_id

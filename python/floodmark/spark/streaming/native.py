@@ -37,10 +37,12 @@ count job over the records).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any
 
 from floodmark.exceptions import InvalidInputError
 from floodmark.spark.columns import quote
+from floodmark.spark.lookup import computed_on_executors
 from floodmark.spark.streaming import frontier as st
 from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.streaming.watermarks import in_force
@@ -50,6 +52,8 @@ from floodmark.spark.windows.native import (
     _WS,
     finished,
     firing_columns,
+    firing_of,
+    grid,
     last_window_start,
     refirings,
     schedule,
@@ -70,6 +74,7 @@ KEYED_INSTEAD = (
 )
 
 _FIRED, _UNFIRED, _LATE, _ON = "__fm_st_fired", "__fm_st_unfired", "__fm_st_late", "_on"
+_MAX, _FIRE_WM, _FIRE_TIME = "__fm_st_max", "__fm_st_fire_wm", "__fm_st_fire_time"
 
 
 @dataclasses.dataclass
@@ -180,29 +185,33 @@ def native_batch(
         F.max(_UNFIRED).alias(_UNFIRED),
         F.sum(_LATE).alias(_LATE),
     )
-    sched = schedule(plan, *segment.advances())
-    if sched is None:
-        raise InvalidInputError(
-            "a micro-batch's watermark advances span more windows than the native path of "
-            "a live query looks up (2^19): use smaller micro-batches (a per-trigger limit "
-            f"on the source) or {KEYED_INSTEAD}"
-        )
     # On-time firings: windows not fired yet, reached by the new watermark.
+    size = grid(plan)[1]
+    firing_groups = groups
     if end_watermark > start_watermark:
-        firing = firing_columns(spark, plan, sched)
-        if firing is None:
-            raise InvalidInputError(
-                "the native path of a live query reads constant arrays through the JVM "
-                f"gateway, which this session lacks; use {KEYED_INSTEAD}"
-            )
-        fire_wm, fire_time = firing
         fires = F.col(_UNFIRED) & (max_ts <= F.lit(end_watermark))
+        times, wms = segment.advances()
+        sched = schedule(plan, times, wms)
+        firing = None if sched is None else firing_columns(spark, plan, sched)
+        if firing is not None:
+            fire_wm, fire_time = firing
+        else:  # too many windows between the advances for constant arrays (a topic
+            # waking up after a long quiet), or no JVM gateway: looked up by max_ts
+            firing_groups = computed_on_executors(
+                groups.where(fires).withColumn(_MAX, max_ts),
+                _MAX,
+                {
+                    _FIRE_WM: functools.partial(firing_of, wms, wms),
+                    _FIRE_TIME: functools.partial(firing_of, wms, times),
+                },
+            )
+            fire_wm, fire_time = F.col(_FIRE_WM), F.col(_FIRE_TIME)
     else:  # the watermark did not move: nothing fires on time
         fire_wm = fire_time = F.lit(None).cast("bigint")
         fires = F.lit(False)
-    on_time_results = groups.where(fires).select(
+    on_time_results = firing_groups.where(fires).select(
         *keys,
-        *window_bounds(sched.size),
+        *window_bounds(size),
         *finished(plan, lambda n: F.col(n + _ON)),
         fire_wm.alias("watermark"),
         F.lit(False).alias(REFIRE),
@@ -210,7 +219,7 @@ def native_batch(
     )
     results = on_time_results
     if plan.lateness:
-        again = refirings(plan, pairs, on_time, is_open, sched.size, carried)
+        again = refirings(plan, pairs, on_time, is_open, size, carried)
         results = results.unionByName(again)
     # The windows to carry: every pair so far of a window still open.
     still_open = groups.where(max_ts + F.lit(plan.lateness) > F.lit(end_watermark)).select(

@@ -163,11 +163,13 @@ class StateStore:
             return None
         return json.loads(self.read(path)).get("config", {}).get(name)
 
-    def check_identity(self, query_id: str | None, fingerprint: dict[str, Any]) -> None:
+    def check_identity(self, query_id: str | None, fingerprint: dict[str, Any]) -> bytes | None:
         """Refuses a state location of another query, or of another configuration once
-        a batch is committed; records them on first use. Before the first commit the
-        configuration may change (a first batch that failed, e.g. on the native path's
-        range, can be run again with ``path="keyed"``): nothing of the old one is kept."""
+        a batch is committed. Returns the record to keep (:meth:`record_identity`, once
+        the batch is known to continue the state) on first use, or None. Before the
+        first commit the configuration may change (a first batch that failed, e.g. on
+        the native path's range, can be run again with ``path="keyed"``): nothing of the
+        old one is kept."""
         path = self.path("_identity.json")
         mine = {"query_id": query_id, "config": fingerprint}
         record = json.dumps(mine, sort_keys=True, indent=1).encode()
@@ -185,13 +187,10 @@ class StateStore:
                     "would share: give floodmark's state a folder of its own, e.g. "
                     f"{self.location}/floodmark; nothing was written",
                 )
-            self.write(path, record)
-            return
+            return record
         stored = json.loads(self.read(path))
         if stored.get("query_id") == query_id and not self.committed():
-            if stored.get("config") != fingerprint:
-                self.write(path, record)
-            return
+            return record if stored.get("config") != fingerprint else None
         if stored.get("query_id") != query_id:
             raise StateError(
                 f"the state location {self.location} belongs to streaming query "
@@ -211,6 +210,11 @@ class StateStore:
                 f"configuration cannot continue another: {NEW_QUERY}, or restore the "
                 "previous configuration. Nothing was written"
             )
+        return None
+
+    def record_identity(self, record: bytes) -> None:
+        """Keeps what :meth:`check_identity` returned."""
+        self.write(self.path("_identity.json"), record)
 
     # --- commits ---------------------------------------------------------------------
 

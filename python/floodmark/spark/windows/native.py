@@ -144,8 +144,22 @@ def schedule(plan: WindowPlan, times: np.ndarray, wms: np.ndarray) -> Schedule |
     if n > MAX_CONSTANT_SLOTS:
         return None
     max_ts = low + step * np.arange(n, dtype=np.int64) + (size - 1)
-    fire = np.minimum(np.searchsorted(wms, max_ts, side="left"), len(wms) - 1)
+    fire = firing_index(wms, max_ts)
     return Schedule(size, step, offset, low, wms[fire], times[fire], (wlo, int(times[0])), whi)
+
+
+def firing_index(wms: np.ndarray, max_ts: np.ndarray) -> np.ndarray:
+    """Which advance fires each window (by its last timestamp ``max_ts``): the first
+    whose watermark reaches it (the first advance for a window that ended before it);
+    the last for a window beyond every advance, which does not fire (its caller's
+    test)."""
+    return np.minimum(np.searchsorted(wms, max_ts, side="left"), len(wms) - 1)
+
+
+def firing_of(wms: np.ndarray, values: np.ndarray, max_ts: np.ndarray) -> np.ndarray:
+    """``values`` (the advances' watermarks or times) at :func:`firing_index`."""
+    picked: np.ndarray = np.asarray(values)[firing_index(wms, max_ts)]
+    return picked
 
 
 def late_probe(plan: WindowPlan) -> LateProbe:
@@ -375,6 +389,8 @@ def refirings(
 __all__ = [
     "candidate",
     "firing_columns",
+    "firing_index",
+    "firing_of",
     "last_window_start",
     "native_outputs",
     "refirings",
