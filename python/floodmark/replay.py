@@ -321,7 +321,7 @@ def replay(
                 )
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
-    ties = tie_values(aggs) if window is not None else []
+    ties = tie_values(parsed) if window is not None else []
     table = processing_order(
         table.filter(valid_rows(table, ev, arrival, channel)),
         arrival,
@@ -378,7 +378,7 @@ def replay(
         window,
         key=keys,
         event_time=ev,
-        aggs=aggs,
+        aggs=parsed,
         allowed_lateness=to_ticks(allowed_lateness, event_time_unit, "allowed_lateness"),
         unit=event_time_unit,
         arrival=arrival,

@@ -295,7 +295,7 @@ class TimelineBuilder:
         :func:`floodmark.drive`) through the valve: :meth:`push_emissions`."""
         builder = cls.__new__(cls)
         builder._inner = _core._TimelineBuilder(
-            None, check_num_channels(num_channels), 1, keep_emissions
+            None, check_num_channels(num_channels), 1, flag(keep_emissions, "keep_emissions")
         )
         builder.interval = 1
         return builder

@@ -623,6 +623,7 @@ TUMBLING = TumblingEventTimeWindows.of(10)
         (lambda t: TimelineBuilder(BOUNDED, 2, end_buckets=[0]), "end_buckets"),
         (lambda t: TimelineBuilder(BOUNDED, 2**63), "num_channels"),
         (lambda t: TimelineBuilder(BOUNDED, 2, keep_emissions="no"), "keep_emissions"),  # type: ignore[arg-type]
+        (lambda t: TimelineBuilder.for_emissions(2, keep_emissions=1), "keep_emissions"),  # type: ignore[arg-type]
     ],
 )
 def test_replay_and_builders_name_the_bad_argument(
@@ -695,3 +696,14 @@ def test_scalar_advances_and_windows_are_named() -> None:
         op.process(batch, {"position": 1, "watermark": 10})
     with pytest.raises(InvalidParameterError, match="`windows`"):
         merge_windows(None)  # type: ignore[arg-type]
+
+
+def test_replay_reads_aggregates_given_as_a_one_shot_iterable_once() -> None:
+    """``aggs`` is read once (its checked form serves the tie order and the operator):
+    a generator was consumed by the column check, and the windows got none."""
+    table = _events(v=pa.array([1, 2, 3, 4]))
+    kw: dict[str, Any] = {"channel": "ch", "arrival": "at", "event_time": "ts", "key": "k"}
+    aggs: list[Any] = ["count", ("first", "v"), ("sum", "v")]
+    want = replay(table, BOUNDED, window=TUMBLING, aggs=aggs, **kw).results
+    got = replay(table, BOUNDED, window=TUMBLING, aggs=(a for a in aggs), **kw).results
+    assert got.equals(want) and "first_v" in got.column_names

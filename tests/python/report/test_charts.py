@@ -129,3 +129,62 @@ def test_spans_reaching_a_sentinel_arrival_are_drawn_to_the_limit(
             timeline, emissions, tmp_path / f"far-{end}.png", event_unit=unit, arrival_unit=unit
         )
         assert mpimg.imread(path).size > 0
+
+
+def test_the_watermark_chart_says_when_it_draws_times_at_its_date_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watermark at a far sentinel time is drawn at 9000-01-01; the chart says so (it
+    drew a flat line there with no sign of the clipping), and only then."""
+    from matplotlib.axes import Axes
+
+    from floodmark.report.figures import BEYOND_NOTE
+
+    notes: list[str] = []
+    annotate = Axes.annotate
+
+    def noted(self: Axes, text: str, *args: object, **kwargs: object) -> object:
+        notes.append(text)
+        return annotate(self, text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Axes, "annotate", noted)
+    t0 = 1_767_225_600_000  # 2026-01-01 in ms
+    for far, noted_beyond in ((2**62, True), (t0 + 5_000, False)):
+        notes.clear()
+        timeline = pa.table(
+            {
+                "time": pa.array([t0, t0 + 1_000], pa.int64()),
+                "watermark": pa.array([t0, far], pa.int64()),
+                "status": ["active", "active"],
+                "min_channel": ["0", "0"],
+            }
+        )
+        charts.watermark_chart(timeline, None, tmp_path / "wm.png")
+        assert (BEYOND_NOTE in notes) is noted_beyond
+
+
+def test_times_all_at_a_far_sentinel_warn_nothing(tmp_path: Path) -> None:
+    """Every arrival at a far sentinel (drawn at one date): matplotlib warned about
+    microsecond ticks far from its epoch, which reached the terminal."""
+    import warnings
+
+    far = 2**62
+    timeline = pa.table(
+        {
+            "time": pa.array([far, far + 1_000], pa.int64()),
+            "watermark": pa.array([far, far + 1_000], pa.int64()),
+            "status": ["active", "active"],
+            "min_channel": ["0", "0"],
+        }
+    )
+    emissions = pa.table(
+        {
+            "channel": ["0"],
+            "time": pa.array([far], pa.int64()),
+            "kind": ["watermark"],
+            "watermark": pa.array([far], pa.int64()),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        charts.watermark_chart(timeline, emissions, tmp_path / "wm.png")

@@ -110,6 +110,11 @@ def test_totals_equal_the_outputs(
     assert f"<td>dropped</td><td>{dropped} " in page
 
 
+def run_into(messy: Path, out: Path) -> list[str]:
+    """``floodmark run`` of the messy input into ``out``, quietly (a window to add)."""
+    return ["run", str(messy), *KEYED, "--arrival", "a", "--output", str(out), "--quiet"]
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
@@ -122,7 +127,7 @@ def test_interrupted_rerun_leaves_the_last_complete_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     out = tmp_path / "out"
-    argv = ["run", str(messy), *KEYED, "--arrival", "a", "--output", str(out), "--quiet"]
+    argv = run_into(messy, out)
     assert main([*argv, "--window", "tumbling:1s"]) == 0
     before = snapshot(out)
     import floodmark.report.html
@@ -152,7 +157,7 @@ def test_a_report_that_cannot_be_drawn_keeps_the_outputs(
     """A failure of the drawing is floodmark's bug: the run's outputs are kept (they
     were deleted with it), the failure is one line, the exit code 1."""
     out = tmp_path / "out"
-    argv = ["run", str(messy), *KEYED, "--arrival", "a", "--output", str(out), "--quiet"]
+    argv = run_into(messy, out)
     import floodmark.report.html
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -232,7 +237,7 @@ def test_overwrite_replaces_a_foreign_folder(
     (out / "results").mkdir(parents=True)
     (out / "results" / "mine.txt").write_text("mine")
     (out / "notes.txt").write_text("kept")
-    argv = ["run", str(messy), *KEYED, "--arrival", "a", "--output", str(out), "--quiet"]
+    argv = run_into(messy, out)
     assert main(argv) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert main([*argv, "--overwrite"]) == 0
