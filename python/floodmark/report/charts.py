@@ -25,6 +25,7 @@ from floodmark.report.figures import (
     beyond_chart,
     channel_series,
     delay_bars,
+    delay_edges,
     delay_stats,
     downsample,
     label,
@@ -226,9 +227,8 @@ def delay_chart(delays: np.ndarray, path: str | Path) -> Path:
     bars = delay_bars(delays, MAX_BARS)
     if bars is not None:
         ax.bar(bars.values, bars.counts, width=bars.width, color="tab:green")
-    else:  # edges a float can tell apart (delays near the int64 ends are coarse)
-        edges = np.unique(np.linspace(delays.min(), delays.max(), MAX_BARS + 1))
-        ax.hist(delays, bins=list(edges), color="tab:green")
+    else:
+        ax.hist(delays, bins=list(delay_edges(delays, MAX_BARS)), color="tab:green")
     marks = ((stats.median, "median", "--", -14), (stats.p99, "p99", ":", -28))
     for value, name, style, below in marks:  # one line under the other: they can be close
         ax.axvline(value, color="black", ls=style)

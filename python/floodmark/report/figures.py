@@ -194,6 +194,25 @@ def delay_bars(delays: np.ndarray, most: int) -> Bars | None:
     return Bars(values, counts, 0.8 * gap)
 
 
+def delay_edges(delays: np.ndarray, most: int) -> np.ndarray:
+    """Edges of at most ``most`` histogram bins over ``delays`` (non-empty) that never
+    fall on a delay but the outer two: each inner edge is the midpoint between two
+    neighbouring distinct delays nearest an even split, so equal delays (on the
+    emission grid) share one bin, as :func:`delay_bars` keeps them for fewer."""
+    values = np.unique(delays)
+    if len(values) < 2:
+        return np.array([values[0], values[0] + 1.0]) if len(values) else np.array([0.0, 1.0])
+    mids = values[:-1] + np.diff(values) / 2
+    between = mids[(mids > values[:-1]) & (mids < values[1:])]  # floats near int64 ends
+    targets = np.linspace(values[0], values[-1], most + 1)[1:-1]
+    at = np.clip(np.searchsorted(between, targets), 0, max(len(between) - 1, 0))
+    if len(between) > 1:  # the nearer of the two midpoints around each target
+        left = np.maximum(at - 1, 0)
+        at = np.where(targets - between[left] < between[at] - targets, left, at)
+    inner = np.unique(between[at]) if len(between) else between
+    return np.concatenate([[values[0]], inner, [values[-1]]])
+
+
 def delay_stats(delays: np.ndarray) -> DelayStats:
     """Median, p90, p99 and max of ``delays``."""
     if len(delays) == 0:

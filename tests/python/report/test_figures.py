@@ -140,3 +140,25 @@ def test_times_beyond_the_chart_dates_are_found() -> None:
     assert figures.beyond_chart(np.array([0, I64_MAX - 1]), "ms")
     assert not figures.beyond_chart(np.array([0, 1_700_000_000_000]), "ms")
     assert not figures.beyond_chart(np.array([], np.int64), "ms")
+
+
+def test_many_delays_are_binned_without_splitting_equal_ones() -> None:
+    """More distinct delays than bars: a histogram's edges on the even split fell on the
+    200 ms grid's values and put some of a delay's windows in one bin, some in the next."""
+    rng = np.random.default_rng(7)
+    grid = np.round(np.arange(401) * 0.2, 1)  # an even split of 80 bins: whole seconds
+    delays = np.repeat(grid, rng.integers(1, 50, len(grid)))
+    edges = figures.delay_edges(delays, 80)
+    assert len(edges) - 1 <= 80 and np.all(np.diff(edges) > 0)
+    assert edges[0] == delays.min() and edges[-1] == delays.max()
+    assert not np.isin(edges[1:-1], grid).any()
+    counts, _ = np.histogram(delays, edges)
+    assert counts.sum() == len(delays)
+    bins = np.searchsorted(edges, grid, side="right")  # each value's bin, one per value
+    per_bin = np.bincount(np.minimum(bins, len(edges) - 1) - 1, minlength=len(counts))
+    assert (per_bin > 0).sum() == len(counts)  # no empty bin: edges sit between values
+    near_end = np.array([9.2e15, 9.2e15 + 2048, 9.2e15 + 4096] * 30 + list(range(100)), float)
+    coarse = figures.delay_edges(near_end, 80)
+    assert np.all(np.diff(coarse) > 0)
+    assert np.histogram(near_end, coarse)[0].sum() == len(near_end)
+    assert figures.delay_edges(np.array([3.0, 3.0]), 80).tolist() == [3.0, 4.0]
