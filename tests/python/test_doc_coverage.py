@@ -177,3 +177,18 @@ def test_a_missing_name_fails(tmp_path: Path) -> None:
         resolve("floodmark.no_such_module.x")
     with pytest.raises(AttributeError):
         resolve("floodmark.drive.no_such_attribute")
+
+
+@pytest.mark.parametrize(
+    "package", ["floodmark.spark", "floodmark.spark.streaming", "floodmark.spark.windows"]
+)
+def test_the_module_map_names_every_module(package: str) -> None:
+    """A package's docstring maps its modules (one question per file): each module and
+    subpackage is in it as ``:mod:`.name```, and no entry names a missing one."""
+    module = importlib.import_module(package)
+    folder = Path(module.__file__ or "").parent
+    present = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+    present |= {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
+    mapped = set(re.findall(r":mod:`\.(\w+)`", module.__doc__ or ""))
+    assert present - mapped == set(), f"{package}: modules missing from the map"
+    assert mapped - present == set(), f"{package}: the map names modules that do not exist"

@@ -28,6 +28,11 @@ Module map (the pipeline's stages, one question per file):
   ``local_session`` and the Arrow settings. :mod:`.call_sites`: PySpark's call-site
   capture, off while floodmark builds its plans. :mod:`.local_frames`: driver tables
   made into DataFrames (around PySpark's dropping of rows after an empty chunk).
+  :mod:`.batches`: a ``mapInArrow`` function's batches cut into runs of one key.
+  :mod:`.executors`: whether the executors' Python can import floodmark, asked once.
+* :mod:`.streaming`: live queries (``foreachBatch`` handlers, exactly once across
+  restarts). :mod:`.sources`: deterministic, restartable streaming sources for tests,
+  demos and benchmarks (a table replayed, Kafka through ``confluent_kafka``).
 """
 
 from floodmark.spark.analyze import analyze_bounds

@@ -1173,8 +1173,9 @@ def test_another_querys_outputs_and_a_checkpoint_as_state_are_refused(
 ) -> None:
     """A second query (another checkpoint and state) writing to the first one's
     ParquetOutputs would replace its batches of the same ids: refused, nothing written.
-    A state location that is the query's checkpoint (their commits/ folders would
-    collide) is refused naming state_location."""
+    A state location that is a query's checkpoint (their commits/ folders would
+    collide), its own or another's with committed batches, is refused naming
+    state_location."""
     schema = spark.createDataFrame(stream).schema
     source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
 
@@ -1190,6 +1191,10 @@ def test_another_querys_outputs_and_a_checkpoint_as_state_are_refused(
     assert not (tmp_path / "state2" / "commits").exists()
     with pytest.raises(Exception, match=r"state_location.*is a streaming query's checkpoint"):
         run_query(spark, source, schema, handler(tmp_path / "ck3"), tmp_path / "ck3")
+    # A checkpoint with committed batches (another query's, ck1) is named as such too,
+    # not as state of another floodmark version (its commits/ were checked first).
+    with pytest.raises(Exception, match=r"state_location.*is a streaming query's checkpoint"):
+        run_query(spark, source, schema, handler(tmp_path / "ck1"), tmp_path / "ck4")
 
 
 def test_a_handler_keeps_the_newest_summaries(

@@ -16,7 +16,8 @@ Module map: :mod:`.handler` (the per-batch commit protocol), :mod:`.state` (wher
 state lives, the markers), :mod:`.frontier` (the frontier, held-back rows and the
 timeline builder from batch to batch), :mod:`.outputs` (sinks, exactly once),
 :mod:`.watermarks` (:class:`StreamingWatermarks`), :mod:`.windows`
-(:class:`StreamingWindows`).
+(:class:`StreamingWindows`), :mod:`.native` (its native path: Spark aggregations, the
+open windows carried from batch to batch).
 """
 
 from floodmark.spark.streaming.outputs import ParquetOutputs

@@ -174,11 +174,6 @@ class StateStore:
         mine = {"query_id": query_id, "config": fingerprint}
         record = json.dumps(mine, sort_keys=True, indent=1).encode()
         if not self.exists(path):
-            if self.committed():
-                raise StateError(
-                    f"the state location {self.location} holds committed batches but no "
-                    "_identity.json: it was not written by this version of floodmark"
-                )
             if self.exists(self.path("offsets")) or self.exists(self.path("metadata")):
                 raise InvalidParameterError(
                     "state_location",
@@ -186,6 +181,11 @@ class StateStore:
                     "offsets/ and metadata), whose commits/ folder floodmark's markers "
                     "would share: give floodmark's state a folder of its own, e.g. "
                     f"{self.location}/floodmark; nothing was written",
+                )
+            if self.committed():
+                raise StateError(
+                    f"the state location {self.location} holds committed batches but no "
+                    "_identity.json: it was not written by this version of floodmark"
                 )
             return record
         stored = json.loads(self.read(path))
