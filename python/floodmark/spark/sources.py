@@ -609,30 +609,41 @@ def kafka_read(
         fail_on_data_loss,
         consumer_config,
     )
-    options["endingOffsets"] = _offsets_option(ending_offsets, "ending_offsets")
+    options["endingOffsets"] = _offsets_option(ending_offsets, "ending_offsets", starting=False)
     register_sources(spark)
     # Resolve the offsets now, so that every job over this DataFrame reads the same rows.
-    source = _KafkaClient(options)
-    try:
-        tps = source.discover()
-        start = source.resolve(options["startingOffsets"], tps)
-        end = source.resolve(options["endingOffsets"], tps, unlisted=_LATEST)
-        latest = source.offsets(tps, "latest")
-    finally:
-        source.close()
-    for t, p in tps:
-        first, last, top = start[t][str(p)], end[t][str(p)], latest[t][str(p)]
-        if last > top:
-            raise InvalidParameterError(
-                "ending_offsets", f"{t}[{p}]: {last} is past the latest offset, {top}"
-            )
-        if first > last:
-            raise InvalidParameterError(
-                "ending_offsets", f"{t}[{p}]: ends at {last}, before its start, {first}"
-            )
+    start, end = _read_range(options, ("starting_offsets", "ending_offsets"))
     options["startingOffsets"] = json.dumps(start)
     options["endingOffsets"] = json.dumps(end)
     return spark.read.format(KAFKA_FORMAT).options(**options).load()
+
+
+def _read_range(options: Mapping[str, str], names: tuple[str, str]) -> tuple[Offsets, Offsets]:
+    """A batch read's start and end offsets (options ``startingOffsets``, default
+    earliest, and ``endingOffsets``, default latest), resolved to offsets now; errors
+    name ``names`` (the starting and the ending offsets' parameter).
+
+    Raises:
+        InvalidParameterError: an offset past a partition's latest, or a partition that
+            ends before it starts.
+    """
+    lowered = _lower(options)
+    client = _KafkaClient(options)
+    try:
+        tps = client.discover()
+        start = client.resolve(lowered.get("startingoffsets", "earliest"), tps, names[0])
+        end = client.resolve(
+            lowered.get("endingoffsets", "latest"), tps, names[1], unlisted=_LATEST
+        )
+    finally:
+        client.close()
+    for t, p in tps:
+        first, last = start[t][str(p)], end[t][str(p)]
+        if first > last:
+            raise InvalidParameterError(
+                names[1], f"{t}[{p}]: ends at {last}, before its start, {first}"
+            )
+    return start, end
 
 
 def _kafka_options(
@@ -644,6 +655,10 @@ def _kafka_options(
     fail_on_data_loss: bool,
     consumer_config: Mapping[str, Any] | None,
 ) -> dict[str, str]:
+    if not isinstance(bootstrap_servers, str) or not bootstrap_servers.strip():
+        raise InvalidParameterError(
+            "bootstrap_servers", f"expected 'host:port,...', got {bootstrap_servers!r}"
+        )
     if (topics is None) == (pattern is None):
         raise InvalidParameterError(
             "topics", "give exactly one of `topics` and `pattern` (a regular expression)"
@@ -655,17 +670,10 @@ def _kafka_options(
             raise InvalidParameterError("topics", f"expected topic names, got {topics!r}")
         options["subscribe"] = ",".join(names)
     else:
-        try:
-            if not isinstance(pattern, str) or not pattern:
-                raise TypeError
-            re.compile(pattern)
-        except (re.error, TypeError) as err:
-            why = f": {err}" if isinstance(err, re.error) else ""
-            raise InvalidParameterError(
-                "pattern", f"expected a regular expression, got {pattern!r}{why}"
-            ) from None
-        options["subscribePattern"] = pattern
-    options["startingOffsets"] = _offsets_option(starting_offsets, "starting_offsets")
+        options["subscribePattern"] = _pattern(pattern, "pattern")
+    options["startingOffsets"] = _offsets_option(
+        starting_offsets, "starting_offsets", starting=True
+    )
     options["includeHeaders"] = str(bool(include_headers)).lower()
     options["failOnDataLoss"] = str(bool(fail_on_data_loss)).lower()
     for k, v in (consumer_config or {}).items():
@@ -673,18 +681,62 @@ def _kafka_options(
     return options
 
 
+def _pattern(pattern: object, parameter: str) -> str:
+    """A topic pattern, checked: a non-empty regular expression."""
+    try:
+        if not isinstance(pattern, str) or not pattern:
+            raise TypeError
+        re.compile(pattern)
+    except (re.error, TypeError) as err:
+        why = f": {err}" if isinstance(err, re.error) else ""
+        raise InvalidParameterError(
+            parameter, f"expected a regular expression, got {pattern!r}{why}"
+        ) from None
+    return pattern
+
+
+def _format_options(options: Mapping[str, str], *, batch: bool) -> dict[str, str]:
+    """The ``floodmark_kafka`` format's options (read case-insensitively, as Spark
+    passes them) checked before any planning, as :func:`kafka_stream` and
+    :func:`kafka_read` check their arguments; errors name the option."""
+    lowered = _lower(options)
+    servers = lowered.get("kafka.bootstrap.servers", "")
+    if not servers.strip():
+        raise InvalidParameterError(
+            "kafka.bootstrap.servers", f"expected 'host:port,...', got {servers!r}"
+        )
+    if ("subscribe" in lowered) == ("subscribepattern" in lowered):
+        raise InvalidParameterError(
+            "subscribe", "give exactly one of the options subscribe and subscribePattern"
+        )
+    if "subscribe" in lowered and not all(lowered["subscribe"].split(",")):
+        raise InvalidParameterError(
+            "subscribe", f"expected comma-separated topic names, got {lowered['subscribe']!r}"
+        )
+    if "subscribepattern" in lowered:
+        _pattern(lowered["subscribepattern"], "subscribePattern")
+    for name, starting in (("startingOffsets", True), ("endingOffsets", False)):
+        if name.lower() in lowered:
+            if not (batch or starting):
+                raise InvalidParameterError(
+                    name, "a streaming read has no end: it reads to the latest offset"
+                )
+            _offsets_option(lowered[name.lower()], name, starting=starting)
+    return lowered
+
+
 Offsets = dict[str, dict[str, int]]
 #: Spark's per-partition offset words: -2 the earliest offset, -1 the latest.
 _EARLIEST, _LATEST = -2, -1
 
 
-def _offsets_option(value: object, parameter: str) -> str:
-    """``starting_offsets`` or ``ending_offsets`` as the option's text: ``"earliest"``
-    (starting only), ``"latest"``, or per-partition offsets (a mapping or its JSON),
-    checked: ``{"topic": {"0": 12}}`` with offsets of at least -2 (-1 when ending: a
-    read cannot end at the earliest offset, as in Spark)."""
-    words = ("earliest", "latest") if parameter == "starting_offsets" else ("latest",)
-    lowest = _EARLIEST if parameter == "starting_offsets" else _LATEST
+def _offsets_option(value: object, parameter: str, *, starting: bool) -> str:
+    """Starting or ending offsets (named ``parameter``) as the option's text:
+    ``"earliest"`` (starting only), ``"latest"``, or per-partition offsets (a mapping
+    or its JSON), checked: ``{"topic": {"0": 12}}`` with offsets of at least -2 (-1 when
+    ending: a read cannot end at the earliest offset, as in Spark)."""
+    words = ("earliest", "latest") if starting else ("latest",)
+    lowest = _EARLIEST if starting else _LATEST
     form = f"{' or '.join(map(repr, words))}, or per-partition offsets such as " + (
         '{"topic": {"0": 12, "1": -1}}'
     )
@@ -785,22 +837,44 @@ class _KafkaClient:
         return _sorted_offsets(out)
 
     def resolve(
-        self, spec: str, tps: list[tuple[str, int]], *, unlisted: int = _EARLIEST
+        self, spec: str, tps: list[tuple[str, int]], parameter: str, *, unlisted: int = _EARLIEST
     ) -> Offsets:
-        """Starting or ending offsets: ``earliest``, ``latest`` or Spark's JSON, where a
-        partition the JSON does not list is at ``unlisted`` (-2 earliest, -1 latest)."""
+        """Starting or ending offsets (named ``parameter``): ``earliest``, ``latest`` or
+        Spark's JSON, where a partition the JSON does not list is at ``unlisted`` (-2
+        earliest, -1 latest).
+
+        Raises:
+            InvalidParameterError: the JSON names a partition that is not subscribed (a
+                topic not subscribed or not there, a partition the topic does not have),
+                or an offset past its partition's latest; Spark's Kafka source refuses
+                both too.
+        """
         if spec in ("earliest", "latest"):
             return self.offsets(tps, spec)
         given = json.loads(spec)
+        there = {(t, str(p)) for t, p in tps}
+        unknown = sorted(f"{t}[{p}]" for t, ps in given.items() for p in ps if (t, p) not in there)
+        if unknown:
+            found = ", ".join(f"{t}[{p}]" for t, p in tps[:20]) or "none"
+            raise InvalidParameterError(
+                parameter,
+                f"{', '.join(unknown[:10])}: not a partition of the subscribed topics "
+                f"(found: {found}{', ...' if len(tps) > 20 else ''})",
+            )
         earliest = self.offsets(tps, "earliest")
         latest = self.offsets(tps, "latest")
         out: Offsets = {}
         for t, p in tps:
             value = given.get(t, {}).get(str(p), unlisted)
+            top = latest[t][str(p)]
             if value == _EARLIEST:
                 value = earliest[t][str(p)]
             elif value == _LATEST:
-                value = latest[t][str(p)]
+                value = top
+            elif value > top:
+                raise InvalidParameterError(
+                    parameter, f"{t}[{p}]: {value} is past the latest offset, {top}"
+                )
             out.setdefault(t, {})[str(p)] = int(value)
         return _sorted_offsets(out)
 
@@ -856,10 +930,10 @@ class KafkaDataSource(DataSource):
         return KAFKA_SCHEMA_WITH_HEADERS if headers else KAFKA_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(dict(self.options), schema)
+        return KafkaStreamReader(_format_options(self.options, batch=False), schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(dict(self.options), schema)
+        return KafkaBatchReader(_format_options(self.options, batch=True), schema)
 
 
 def _plan(start: Offsets, end: Offsets, earliest: Offsets) -> list[InputPartition]:
@@ -1017,7 +1091,7 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
 
     def initialOffset(self) -> Offsets:
         spec = self.options.get("startingoffsets", "latest")
-        return self.client.resolve(spec, self.client.discover())
+        return self.client.resolve(spec, self.client.discover(), "startingOffsets")
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         latest = self.client.offsets(self.client.discover(), "latest")
@@ -1064,15 +1138,16 @@ class KafkaStreamReader(_KafkaReading, DataSourceStreamReader, SupportsTriggerAv
 
 
 class KafkaBatchReader(_KafkaReading, DataSourceReader):
-    """A batch read between the offsets :func:`kafka_read` resolved."""
+    """A batch read between ``startingOffsets`` (default earliest) and ``endingOffsets``
+    (default latest), resolved when the read is planned (:func:`kafka_read` resolves
+    them when it is called, so that every job reads the same records)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options = _lower(options)
         self.schema = schema
 
     def partitions(self) -> Sequence[InputPartition]:
-        start = json.loads(self.options["startingoffsets"])
-        end = json.loads(self.options["endingoffsets"])
+        start, end = _read_range(self.options, ("startingOffsets", "endingOffsets"))
         return _plan(start, end, {})
 
 

@@ -574,3 +574,92 @@ def test_timestamps_in_ms_ticks_truncate_toward_negative_infinity(spark: Any) ->
         assert time_column(df, name, None, "event_time").unit == "us"  # default: unchanged
     with pytest.raises(InvalidParameterError, match=r"event_time_unit.*finer than"):
         time_column(df, "ts", "ns", "event_time")
+
+
+def test_the_format_read_directly_resolves_sparks_offset_words(
+    spark: Any, kafka: MockKafka
+) -> None:
+    """``spark.read.format("floodmark_kafka")`` with Spark's offset words read 0 rows
+    (``-2``/``-1`` were taken as offsets), stopped a partition ending at ``-1``, failed
+    on ``earliest``/``latest`` (JSONDecodeError) and without ``startingOffsets``
+    (KeyError): they resolve as in Spark's Kafka source, earliest to latest by default."""
+    from floodmark.spark.sources import KAFKA_FORMAT, register_sources
+
+    kafka.create_topic("a", 2)
+    _produce(kafka, "a", 0, 0, 3)
+    _produce(kafka, "a", 1, 0, 3)
+    kafka.flush()
+    register_sources(spark)
+
+    def read(**options: str) -> list[tuple[int, int]]:
+        reader = spark.read.format(KAFKA_FORMAT).option(
+            "kafka.bootstrap.servers", kafka.bootstrap_servers
+        )
+        df = reader.option("subscribe", "a").options(**options).load()
+        return sorted((r.partition, r.offset) for r in df.collect())
+
+    every = [(p, o) for p in (0, 1) for o in range(3)]
+    assert read() == every
+    assert read(startingOffsets="earliest", endingOffsets="latest") == every
+    both = {"startingOffsets": '{"a":{"0":-2,"1":-2}}', "endingOffsets": '{"a":{"0":-1,"1":-1}}'}
+    assert read(**both) == every
+    assert read(startingOffsets='{"a":{"0":1}}', endingOffsets='{"a":{"0":-1,"1":2}}') == [
+        (0, 1),
+        (0, 2),
+        (1, 0),
+        (1, 1),
+    ]
+    for options, named in [
+        ({"startingOffsets": "bogus"}, "startingOffsets"),
+        ({"endingOffsets": "earliest"}, "endingOffsets"),
+        ({"endingOffsets": '{"a":{"0":9}}'}, "endingOffsets"),
+        ({"startingOffsets": '{"b":{"0":0}}'}, "startingOffsets"),
+    ]:
+        with pytest.raises(Exception, match=f"invalid parameter `{named}`"):
+            read(**options)
+    for options, named in [
+        ({}, "subscribe"),
+        ({"subscribe": "a", "subscribePattern": "a"}, "subscribe"),
+        ({"subscribePattern": "(["}, "subscribePattern"),
+    ]:
+        bare = spark.read.format(KAFKA_FORMAT).option(
+            "kafka.bootstrap.servers", kafka.bootstrap_servers
+        )
+        with pytest.raises(Exception, match=f"invalid parameter `{named}`"):
+            bare.options(**options).load().collect()
+    with pytest.raises(Exception, match="invalid parameter `kafka.bootstrap.servers`"):
+        spark.read.format(KAFKA_FORMAT).option("subscribe", "a").load().collect()
+
+
+def test_offsets_of_partitions_not_subscribed_or_past_the_end_are_refused(
+    spark: Any, kafka: MockKafka, tmp_path: Path
+) -> None:
+    """An offset for a topic not subscribed (a typo) or a partition the topic lacks was
+    ignored: the query read everything from the earliest offset. A starting offset past
+    the latest failed later as 'the latest offset went back' (or, without
+    ``fail_on_data_loss``, read on). Each is refused naming the offsets, as Spark's
+    Kafka source refuses them; an empty ``bootstrap_servers`` is refused up front (it
+    failed after librdkafka's 30 s transport timeout)."""
+    from pyspark.errors import StreamingQueryException
+
+    kafka.create_topic("a", 2)
+    _produce(kafka, "a", 0, 0, 3)
+    kafka.flush()
+    servers = kafka.bootstrap_servers
+    for offsets in ({"zzz": {"0": 1}}, {"a": {"5": 0}}):
+        with pytest.raises(InvalidParameterError, match="not a partition of the subscribed"):
+            kafka_read(spark, servers, "a", starting_offsets=offsets)
+        with pytest.raises(StreamingQueryException, match="not a partition of the subscribed"):
+            _run(kafka_stream(spark, servers, "a", starting_offsets=offsets), tmp_path / "c1")
+    with pytest.raises(InvalidParameterError, match=r"a\[0\]: 500 is past the latest offset, 3"):
+        kafka_read(spark, servers, "a", starting_offsets={"a": {"0": 500}})
+    for lenient in (True, False):
+        stream = kafka_stream(
+            spark, servers, "a", starting_offsets={"a": {"0": 500}}, fail_on_data_loss=lenient
+        )
+        with pytest.raises(StreamingQueryException, match=r"`startingOffsets`.*500 is past"):
+            _run(stream, tmp_path / f"c-{lenient}")
+    for servers_given in ("", "  ", None):
+        with pytest.raises(InvalidParameterError) as err:
+            kafka_stream(spark, servers_given, "a")  # type: ignore[arg-type]
+        assert err.value.parameter == "bootstrap_servers"
