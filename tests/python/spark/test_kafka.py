@@ -627,7 +627,7 @@ def test_the_format_read_directly_resolves_sparks_offset_words(
         )
         with pytest.raises(Exception, match=f"invalid parameter `{named}`"):
             bare.options(**options).load().collect()
-    with pytest.raises(Exception, match="invalid parameter `kafka.bootstrap.servers`"):
+    with pytest.raises(Exception, match=r"invalid parameter `kafka\.bootstrap\.servers`"):
         spark.read.format(KAFKA_FORMAT).option("subscribe", "a").load().collect()
 
 
