@@ -12,12 +12,15 @@ occur). All times are integer milliseconds since the epoch.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from floodmark.exceptions import InvalidParameterError
+from floodmark.time import I64_MAX, as_int
+from floodmark.vocabulary import flag
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -52,31 +55,60 @@ class StreamSpec:
             "duration_ms": 1,
             "disorder_ms": 0,
             "lag_ms": 0,
+            "quiet_from_ms": 0,
             "quiet_for_ms": 0,
             "very_late_ms": 0,
             "timestamp_granularity_ms": 1,
             "null_event_times": 0,
+            "seed": 0,
         }
         for name, low in least.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            value = as_int(getattr(self, name))
+            if value is None or value < low:
                 raise InvalidParameterError(
-                    name, f"expected an int of at least {low}, got {value!r}"
+                    name, f"expected an int of at least {low}, got {getattr(self, name)!r}"
                 )
+            object.__setattr__(self, name, value)  # numpy ints as ints
         for name in ("lagging_partition", "quiet_partition"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < self.partitions:
+            given = getattr(self, name)
+            value = None if given is None else as_int(given)
+            if given is not None and (value is None or not 0 <= value < self.partitions):
                 raise InvalidParameterError(
                     name,
-                    f"{value!r} is not one of the {self.partitions} partitions (0 to "
+                    f"{given!r} is not one of the {self.partitions} partitions (0 to "
                     f"{self.partitions - 1}); give None for none",
                 )
-        if not 0.0 <= self.very_late_fraction <= 1.0:
+            object.__setattr__(self, name, value)
+        flag(self.quiet_is_silent, "quiet_is_silent")
+        for name, bottom, top, expected in (
+            ("very_late_fraction", 0.0, 1.0, "0 to 1"),
+            ("skew", 0.0, float("inf"), "a finite number more than 0"),
+        ):
+            value = getattr(self, name)
+            real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            number = float(value) if real else float("nan")
+            closed = name == "very_late_fraction"
+            inside = bottom <= number <= top if closed else bottom < number < top
+            if not inside:  # (NaN is inside nothing)
+                raise InvalidParameterError(name, f"expected {expected}, got {value!r}")
+            object.__setattr__(self, name, number)
+        spans = ("duration_ms", "disorder_ms", "lag_ms", "quiet_from_ms", "quiet_for_ms")
+        reach = EPOCH_MS + sum(getattr(self, n) for n in (*spans, "very_late_ms"))
+        if reach > I64_MAX:
+            widest = max((*spans, "very_late_ms"), key=lambda n: getattr(self, n))
             raise InvalidParameterError(
-                "very_late_fraction", f"expected 0 to 1, got {self.very_late_fraction!r}"
+                widest,
+                f"the stream's times would reach {reach:,} ms from the epoch, past the "
+                f"int64 range ({I64_MAX:,})",
             )
-        if not self.skew > 0:
-            raise InvalidParameterError("skew", f"expected more than 0, got {self.skew!r}")
+
+
+def _partition_weights(skew: float, partitions: int) -> np.ndarray:
+    """Each partition's share of the records: decaying by ``skew`` from partition 0
+    (growing for ``skew < 1``), computed so that no power overflows."""
+    k = np.arange(partitions, dtype=np.float64)
+    weights = np.power(skew, -k) if skew >= 1.0 else np.power(1.0 / skew, k - (partitions - 1))
+    return np.asarray(weights / weights.sum(), np.float64)
 
 
 def generate(spec: StreamSpec) -> pa.Table:
@@ -84,8 +116,8 @@ def generate(spec: StreamSpec) -> pa.Table:
     ``value`` (int64 ms for times), ordered by arrival."""
     rng = np.random.default_rng(spec.seed)
     n = spec.rows
-    weights = spec.skew ** -np.arange(spec.partitions, dtype=np.float64)
-    part = rng.choice(spec.partitions, size=n, p=weights / weights.sum()).astype(np.int64)
+    weights = _partition_weights(spec.skew, spec.partitions)
+    part = rng.choice(spec.partitions, size=n, p=weights).astype(np.int64)
     event = rng.integers(0, spec.duration_ms, size=n, dtype=np.int64)
     if spec.timestamp_granularity_ms > 1:
         event -= event % spec.timestamp_granularity_ms

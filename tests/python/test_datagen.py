@@ -4,6 +4,7 @@ refused naming the parameter instead of giving another stream."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,19 @@ def test_the_same_seed_gives_the_same_stream() -> None:
         ({"null_event_times": -1}, "null_event_times"),
         ({"rows": 1.5}, "rows"),
         ({"keys": True}, "keys"),
+        # Each of these was a raw numpy or Python error, or accepted:
+        ({"seed": -1}, "seed"),
+        ({"seed": "x"}, "seed"),
+        ({"very_late_fraction": "0.1"}, "very_late_fraction"),
+        ({"skew": "2"}, "skew"),
+        ({"skew": float("inf")}, "skew"),
+        ({"skew": float("nan")}, "skew"),
+        ({"quiet_from_ms": "5"}, "quiet_from_ms"),
+        ({"quiet_is_silent": "yes"}, "quiet_is_silent"),
+        ({"lagging_partition": True}, "lagging_partition"),  # was partition 1
+        ({"lagging_partition": 1.0}, "lagging_partition"),
+        ({"lag_ms": 2**63 - 2**40}, "lag_ms"),  # arrivals wrapped around int64
+        ({"very_late_ms": 2**62, "lag_ms": 2**62}, "lag_ms"),
     ],
 )
 def test_a_spec_it_cannot_honour_is_refused_naming_the_parameter(
@@ -81,3 +95,23 @@ def test_a_spec_it_cannot_honour_is_refused_naming_the_parameter(
 def test_few_partitions_without_a_lagging_or_quiet_one() -> None:
     spec = StreamSpec(rows=500, partitions=2, lagging_partition=None, quiet_partition=None)
     assert set(generate(spec).column("partition").to_pylist()) == {0, 1}
+
+
+def test_numpy_numbers_are_taken_and_any_skew_generates() -> None:
+    """numpy integers and floats are numbers like Python's (``rows=np.int64(10)`` was
+    refused); a skew below 1 over many partitions overflowed its weights (NaN
+    probabilities) and failed in ``generate``."""
+    spec = StreamSpec(
+        rows=np.int64(10), partitions=np.int32(8), skew=np.float64(1.5), seed=np.uint8(3)
+    )
+    assert generate(spec).num_rows == 10 and type(spec.rows) is int
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = generate(StreamSpec(rows=2_000, partitions=200, skew=0.01))
+    counts = np.bincount(table.column("partition").to_numpy(), minlength=200)
+    assert counts[-1] == counts.max() and counts[0] == 0  # grows toward the last partition
+    again = generate(StreamSpec(rows=2_000, partitions=4, skew=2.0, quiet_partition=None))
+    again = again.column("partition")
+    assert np.bincount(again.to_numpy()).tolist() == sorted(
+        np.bincount(again.to_numpy()).tolist(), reverse=True
+    )

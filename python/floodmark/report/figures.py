@@ -163,7 +163,7 @@ class DelayStats:
 
     def table(self) -> pa.Table:
         """The figures as a two-column table (``statistic``, ``seconds``)."""
-        names = ["firings", "median", "p90", "p99", "max"]
+        names = ["on-time firings (end of input left out)", "median", "p90", "p99", "max"]
         return pa.table(
             {
                 "statistic": names,

@@ -33,9 +33,14 @@ emitted at or before ``end_k``.
   a partition that came back from idle behind the others, which the valve leaves out
   of the minimum until it reaches the combined watermark (Flink's unaligned channel;
   its records meanwhile can be late); else ``active``.
-* ``lag``: for ``active`` rows only (null otherwise), how far the partition's watermark
-  trails the *lead*: the highest ``watermark`` among the ``active`` partitions of the
-  same bin. ``lag = lead - watermark >= 0`` (saturating at ``I64_MAX``).
+* ``lag``: for ``active`` and ``catching_up`` rows (null otherwise, and null when no
+  partition of the bin is ``active``), how far the partition's watermark trails the
+  *lead*: the highest ``watermark`` among the ``active`` partitions of the same bin.
+  ``lag = lead - watermark >= 0`` (saturating at ``I64_MAX``). The lag chart colours
+  the ``active`` rows' lag (a partition catching up has a colour of its own); the
+  per-partition figures count both, so a partition that came back from idle behind
+  the others and stayed behind (the demo's lagging partition on a small input) shows
+  how far behind it was, not "no lag".
 
   Why the lead and not the combined watermark: the combined watermark is the minimum
   over the active partitions the valve counts, so no ``active`` partition is behind it
@@ -215,8 +220,8 @@ def lag_table(
     state[mark_idle[latest]] = IDLE
     combined = combined_at(timeline, ends)
     state[(state == ACTIVE) & (wm < combined[None, :])] = CATCHING_UP
-    counted = state == ACTIVE
-    lead = np.max(np.where(counted, wm, I64_MIN), axis=0, initial=I64_MIN)[None, :]
+    lead = np.max(np.where(state == ACTIVE, wm, I64_MIN), axis=0, initial=I64_MIN)[None, :]
+    counted = ((state == ACTIVE) | (state == CATCHING_UP)) & (lead != I64_MIN)
     with np.errstate(over="ignore"):
         diff = lead - wm
     lag = np.where((wm < 0) & (lead > wm + I64_MAX), I64_MAX, diff)
@@ -413,8 +418,9 @@ class LagMatrix:
     lag: np.ndarray
 
 
-def lag_matrix(lag: pa.Table) -> LagMatrix:
-    """Pivot a lag table (in any row order, rows may be missing) into matrices."""
+def lag_matrix(lag: pa.Table, counted: tuple[int, ...] = (ACTIVE,)) -> LagMatrix:
+    """Pivot a lag table (in any row order, rows may be missing) into matrices; the lag
+    of rows in the ``counted`` states (the chart's: ``active``), NaN elsewhere."""
     parts = pc.unique(lag.column("partition").combine_chunks())
     parts = in_order(parts)
     row = _index(lag.column("partition"), parts)
@@ -435,14 +441,15 @@ def lag_matrix(lag: pa.Table) -> LagMatrix:
         ticks.cast(pa.float64(), safe=False).fill_null(np.nan).to_numpy(zero_copy_only=False),
         np.float64,
     )
-    values[state != ACTIVE] = np.nan
+    values[~np.isin(state, counted)] = np.nan
     return LagMatrix(parts.to_pylist(), starts, ends, state, values)
 
 
 def lag_stats(lag: pa.Table, seconds_per_tick: float) -> pa.Table:
-    """Each partition's lag over the bins: ``partition``, ``lag_median_s``,
-    ``lag_max_s`` (NaN for a partition never ``active``)."""
-    m = lag_matrix(lag)
+    """Each partition's lag over the bins where it was ``active`` or ``catching_up``:
+    ``partition``, ``lag_median_s``, ``lag_max_s`` (NaN for a partition never either,
+    or only in bins without an ``active`` partition)."""
+    m = lag_matrix(lag, (ACTIVE, CATCHING_UP))
     seconds = m.lag * seconds_per_tick
     some = ~np.isnan(seconds).all(axis=1) if seconds.size else np.zeros(len(m.partitions), bool)
     median = np.full(len(m.partitions), np.nan)

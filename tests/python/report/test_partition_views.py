@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 import synthetic
 
-from floodmark.report.partition_views import bin_edges, lag_matrix, partition_views
+from floodmark.report.partition_views import bin_edges, lag_matrix, lag_stats, partition_views
 from floodmark.time import I64_MAX, I64_MIN
 
 
@@ -77,8 +77,9 @@ def test_lag_table_exact() -> None:
 def test_back_from_idle_behind_the_combined_watermark_is_catching_up() -> None:
     """b goes idle at 10 and comes back at 20 with 105 while the combined watermark is
     130: the valve leaves it out until it reaches 130 (at 30, with 135). Meanwhile it
-    is neither active (no active partition is behind the combined watermark) nor a lag
-    that would say it holds time back."""
+    is not active (no active partition is behind the combined watermark), and its lag
+    says how far it trails the lead (130 - 105), as the per-partition figures count it
+    (a partition catching up all run long read "nan" there)."""
     em = emissions(
         [
             ("a", 0, "watermark", 100),
@@ -101,7 +102,12 @@ def test_back_from_idle_behind_the_combined_watermark_is_catching_up() -> None:
     )
     lag = partition_views(tl, em, bins=3).lag
     assert column(lag, "state") == ["active"] * 3 + ["idle", "catching_up", "active"]
-    assert column(lag, "lag") == [0, 0, 5, None, None, 0]
+    assert column(lag, "lag") == [0, 0, 5, None, 25, 0]
+    stats = lag_stats(lag, 1.0)
+    assert stats.column("lag_median_s").to_pylist() == [0.0, 12.5]
+    assert stats.column("lag_max_s").to_pylist() == [5.0, 25.0]
+    # The chart colours the active rows' lag only (catching up has its own colour).
+    assert np.isnan(lag_matrix(lag).lag[1]).tolist() == [True, True, False]
     assert column(lag, "watermark") == [110, 130, 130, 100, 105, 135]
     # Without the timeline there is no combined watermark to be behind.
     alone = partition_views(None, em, bins=3).lag

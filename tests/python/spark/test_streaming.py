@@ -42,6 +42,7 @@ from floodmark.spark.streaming import (
     StreamingWindows,
 )
 from floodmark.spark.streaming.windows import DEFAULT_KEY_GROUPS
+from floodmark.time import I64_MIN
 
 SPEC = StreamSpec(
     rows=6_000,
@@ -535,6 +536,34 @@ def test_arrivals_at_the_ends_of_the_long_range(spark: Any, tmp_path: Path) -> N
     assert [p["batch_id"] for p in handler.progress] == [0, 1]
     assert handler.progress[-1]["pending"] == 1
     assert read_output(spark, tmp_path / "high" / "out", "records").num_rows == 3
+
+
+def test_no_partition_holds_the_watermark_before_any_has_one(spark: Any, tmp_path: Path) -> None:
+    """While no partition has a watermark (the first batch's rows all wait past the
+    frontier), the progress names no holder: it named partition 0, the valve's tie
+    order among channels all at ``Long.MIN_VALUE`` (``floodmark demo --live`` printed
+    "none yet  p0"). Once they have one, the one behind holds it."""
+    t = 1_767_225_600_000
+
+    def rows(first_id: int, arrivals: list[int], partitions: list[int]) -> pa.Table:
+        return pa.table(
+            {
+                "id": range(first_id, first_id + len(arrivals)),
+                "partition": partitions,
+                "event_time": [a - 50 * p for a, p in zip(arrivals, partitions, strict=True)],
+                "arrival": arrivals,
+                "key": [0] * len(arrivals),
+                "value": [1] * len(arrivals),
+            }
+        )
+
+    parts = [rows(0, [t + 100, t + 200, t + 300], [0, 1, 0]), rows(10, [t + 5_000], [0])]
+    source = write_parts(parts, tmp_path / "in")
+    handler = watermarks_handler(tmp_path)
+    run_query(spark, source, spark.createDataFrame(parts[0]).schema, handler, tmp_path / "ck")
+    first, second = handler.progress
+    assert (first["watermark"], first["min_channel"], first["pending"]) == (I64_MIN, None, 3)
+    assert second["watermark"] > I64_MIN and second["min_channel"] == 1
 
 
 def one_key_stream(ticks: range, arrival_offset: int = 0, first_id: int = 0) -> pa.Table:

@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from floodmark import _core
 from floodmark.spark.columns import quote
 from floodmark.spark.plan import WatermarkPlan, valid_rows
+from floodmark.time import I64_MIN
 from floodmark.timeline import TimelineBuilder
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class Segment:
         start_watermark: the combined watermark at the previous frontier.
         watermark: the combined watermark at the frontier (``MIN``: none yet).
         min_channel: the channel value holding the combined watermark back at the
-            frontier (None when none is aligned).
+            frontier (None when none is aligned, or while no channel has a watermark).
         idle: the channel values idle at the frontier.
         emissions: every channel's own output rows of the batch (``channel`` as a
             channel value, ``time``, ``kind``, ``watermark``); empty unless the state's
@@ -282,6 +283,8 @@ def advance(
         pc.sum(done.column("rows")).as_py() or 0
     )
     holder = builder.min_channel
+    if all(builder.channel_status(c)[0] == I64_MIN for c in range(len(channels))):
+        holder = None  # no channel has a watermark yet: none holds it back more than another
     idle = [channels[c] for c in range(len(channels)) if builder.channel_status(c)[1]]
     new = dataclasses.replace(
         state,
