@@ -116,7 +116,8 @@ def processing_order(
         kind = value.type
         if pa.types.is_dictionary(kind):  # pandas' categorical: ordered by its values
             value, kind = value.cast(kind.value_type), kind.value_type
-        if pa.types.is_floating(kind):
+        if pa.types.is_floating(kind):  # (Arrow sorts no float16: each as a float64)
+            value = value.cast(pa.float64())
             columns[f"nan{i}"] = pc.is_nan(value)
         columns[f"v{i}"] = value
     keyed = pa.table(columns)

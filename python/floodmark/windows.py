@@ -266,16 +266,31 @@ def _key_column(arr: pa.Array, name: str) -> pa.Array:
         return arr
     if pa.types.is_string_view(t):  # the engine's keys are offsets-based strings
         return arr.cast(pa.large_string())
-    raise SchemaError(name, f"key columns must be integer or string, got {t}")
+    raise SchemaError(name, f"key columns must be integer or string, got {t}{_uint64_hint(t)}")
 
 
 def _value_column(arr: pa.Array, name: str) -> pa.Array:
+    """A value column as the operator aggregates it: integers as ``int64``, floats and
+    decimals as ``float64`` (as the Spark functions take a decimal: ~15-16 significant
+    digits)."""
     t = arr.type
     if pa.types.is_integer(t) and t != pa.uint64():
         return arr.cast(pa.int64())
-    if pa.types.is_floating(t):
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
         return arr.cast(pa.float64())
-    raise SchemaError(name, f"value columns must be integer or float, got {t}")
+    raise SchemaError(
+        name, f"value columns must be integer, float or decimal, got {t}{_uint64_hint(t)}"
+    )
+
+
+def _uint64_hint(t: pa.DataType) -> str:
+    """Why a ``uint64`` column is refused (values past ``Long.MAX_VALUE``), and what to do."""
+    return (
+        " (values past 2^63 - 1 do not fit the operator's int64: cast to int64 if "
+        "they do not occur)"
+        if t == pa.uint64()
+        else ""
+    )
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:

@@ -363,3 +363,62 @@ def test_result_columns_are_the_operators() -> None:
     batch = pa.table({"k": [1], "j": [2], "ts": [5], "v": [3], "arr": [5]})
     results = op.process(batch, {"position": [1], "watermark": [10_000]}).results
     assert results.schema.names == result_columns(["k", "j"], ["count", "sum_v", "max_v"])
+
+
+def test_aggregates_over_nulls_nan_overflow_and_other_value_types() -> None:
+    """What docs/spark.md ("Aggregates") says each aggregate does with nulls, NaN and
+    an int64 overflow; decimal values are aggregated as doubles (they were refused
+    here while the Spark functions took them), float16 values sort as floats (a raw
+    ArrowTypeError in the tie order), and a uint64 column's refusal says why."""
+    import decimal
+
+    from floodmark.replay import replay
+
+    big = 2**63 - 1
+    table = pa.table(
+        {
+            "ts": [1, 2, 3, 4, 11, 12],
+            "at": [0, 0, 0, 0, 0, 300],
+            "ch": [0] * 6,
+            "k": [1, 1, 1, 1, 1, 1],
+            "i": pa.array([None, big, 1, None, None, None], pa.int64()),
+            "f": pa.array([2.0, float("nan"), None, -1.0, None, None], pa.float64()),
+            "h": pa.array([1.5, None, 2.0, 0.5, None, None], pa.float16()),
+            "d": pa.array([decimal.Decimal("1.25"), None, None, None, None, None]),
+        }
+    )
+    aggs: list[Any] = ["count", ("sum", "i"), ("min", "i"), ("first", "i"), ("last", "i")]
+    aggs += [("sum", "f"), ("mean", "f"), ("min", "f"), ("max", "f"), ("first", "f")]
+    aggs += [("sum", "h"), ("max", "h"), ("sum", "d"), ("mean", "d")]
+    out = replay(
+        table,
+        floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0),
+        channel="ch",
+        arrival="at",
+        event_time="ts",
+        window=floodmark.TumblingEventTimeWindows.of(10),
+        key="k",
+        aggs=aggs,
+    )
+    first, second = out.results.to_pylist()
+    assert first["count"] == 4 and second["count"] == 2  # null values counted
+    assert first["sum_i"] == big + 1 - 2**64  # wraps like a Java long
+    assert (first["min_i"], first["first_i"], first["last_i"]) == (1, big, 1)
+    assert first["sum_f"] != first["sum_f"] and first["mean_f"] != first["mean_f"]  # NaN
+    assert first["max_f"] != first["max_f"] and first["min_f"] == -1.0
+    assert first["first_f"] == 2.0
+    assert (first["sum_h"], first["max_h"]) == (4.0, 2.0)
+    assert (first["sum_d"], first["mean_d"]) == (1.25, 1.25)
+    assert all(second[c] is None for c in ("sum_i", "min_i", "first_i", "sum_f", "mean_d"))
+    unsigned = table.append_column("u", pa.array([1] * 6, pa.uint64()))
+    with pytest.raises(SchemaError, match=r"u.*uint64 \(values past 2\^63 - 1"):
+        replay(
+            unsigned,
+            floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0),
+            channel="ch",
+            arrival="at",
+            event_time="ts",
+            window=floodmark.TumblingEventTimeWindows.of(10),
+            key="k",
+            aggs=[("sum", "u")],
+        )
