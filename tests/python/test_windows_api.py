@@ -371,6 +371,7 @@ def test_aggregates_over_nulls_nan_overflow_and_other_value_types() -> None:
     here while the Spark functions took them), float16 values sort as floats (a raw
     ArrowTypeError in the tie order), and a uint64 column's refusal says why."""
     import decimal
+    import functools
 
     from floodmark.replay import replay
 
@@ -390,16 +391,16 @@ def test_aggregates_over_nulls_nan_overflow_and_other_value_types() -> None:
     aggs: list[Any] = ["count", ("sum", "i"), ("min", "i"), ("first", "i"), ("last", "i")]
     aggs += [("sum", "f"), ("mean", "f"), ("min", "f"), ("max", "f"), ("first", "f")]
     aggs += [("sum", "h"), ("max", "h"), ("sum", "d"), ("mean", "d")]
-    out = replay(
-        table,
-        floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0),
+    run = functools.partial(
+        replay,
+        strategy=floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0),
         channel="ch",
         arrival="at",
         event_time="ts",
         window=floodmark.TumblingEventTimeWindows.of(10),
         key="k",
-        aggs=aggs,
     )
+    out = run(table, aggs=aggs)
     first, second = out.results.to_pylist()
     assert first["count"] == 4 and second["count"] == 2  # null values counted
     assert first["sum_i"] == big + 1 - 2**64  # wraps like a Java long
@@ -412,13 +413,4 @@ def test_aggregates_over_nulls_nan_overflow_and_other_value_types() -> None:
     assert all(second[c] is None for c in ("sum_i", "min_i", "first_i", "sum_f", "mean_d"))
     unsigned = table.append_column("u", pa.array([1] * 6, pa.uint64()))
     with pytest.raises(SchemaError, match=r"u.*uint64 \(values past 2\^63 - 1"):
-        replay(
-            unsigned,
-            floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0),
-            channel="ch",
-            arrival="at",
-            event_time="ts",
-            window=floodmark.TumblingEventTimeWindows.of(10),
-            key="k",
-            aggs=[("sum", "u")],
-        )
+        run(unsigned, aggs=[("sum", "u")])
