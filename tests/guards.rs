@@ -2,9 +2,7 @@
 //! the code to; a plausible slip there would otherwise pass the suite.
 #![allow(clippy::many_single_char_names)]
 
-use floodmark::watermark::{
-    BaseGenerator, BucketRow, Emission, Generator, IndexedMinHeap, TimelineBuilder, Valve,
-};
+use floodmark::watermark::{BaseGenerator, BucketRow, Emission, Generator, TimelineBuilder, Valve};
 use floodmark::window::{
     Advance, AggColumn, AggFn, AggSpec, Batch, KeyCol, OperatorConfig, Output, ValueCol,
     WindowAssigner, WindowOperator,
@@ -100,15 +98,6 @@ fn resolve(v: &Valve, s: Step) -> VIn {
     }
 }
 
-/// One operation on an [`IndexedMinHeap`]: `Some(w)` upserts the channel, `None`
-/// removes it.
-fn heap_case() -> impl Strategy<Value = (usize, Vec<(usize, Option<i64>)>)> {
-    (3usize..=12).prop_flat_map(|n| {
-        let op = (0..n, prop::option::weighted(0.7, -30i64..30));
-        (Just(n), prop::collection::vec(op, 0..80))
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -134,31 +123,6 @@ proptest! {
             if let (false, Some((m, _))) = (v.is_idle(), min) {
                 prop_assert!(v.watermark() <= m, "output {} above aligned {}", v.watermark(), m);
             }
-        }
-    }
-
-    /// The indexed heap behind the valve, against a scan: after any upsert or removal
-    /// its top is the smallest `(watermark, channel)`, the lowest channel on ties.
-    #[test]
-    fn heap_top_is_the_minimum_after_any_update((n, ops) in heap_case()) {
-        let mut h = IndexedMinHeap::new(n);
-        let mut model: Vec<Option<i64>> = vec![None; n];
-        for (c, op) in ops {
-            if let Some(w) = op {
-                h.upsert(c, w);
-                model[c] = Some(w);
-            } else {
-                prop_assert_eq!(h.remove(c), model[c].is_some());
-                model[c] = None;
-            }
-            let want = model
-                .iter()
-                .enumerate()
-                .filter_map(|(c, w)| w.map(|w| (w, c)))
-                .min()
-                .map(|(w, c)| (c, w));
-            prop_assert_eq!(h.peek(), want);
-            prop_assert_eq!(h.len(), model.iter().flatten().count());
         }
     }
 }

@@ -14,11 +14,17 @@ enum VIn {
     Status(i64, bool),
 }
 
-fn valve_input() -> impl Strategy<Value = VIn> {
+fn valve_input(n: i64) -> impl Strategy<Value = VIn> {
     prop_oneof![
-        4 => (0i64..4, -20i64..200).prop_map(|(c, w)| VIn::Wm(c, w)),
-        1 => (0i64..4, any::<bool>()).prop_map(|(c, i)| VIn::Status(c, i)),
+        4 => (0i64..n, -20i64..200).prop_map(|(c, w)| VIn::Wm(c, w)),
+        1 => (0i64..n, any::<bool>()).prop_map(|(c, i)| VIn::Status(c, i)),
     ]
+}
+
+/// A valve of 1 to 12 channels and inputs for it: deep enough heaps that removing an
+/// idle channel from the middle needs the sift-up after the sift-down.
+fn valve_case() -> impl Strategy<Value = (i64, Vec<VIn>)> {
+    (1i64..=12).prop_flat_map(|n| (Just(n), prop::collection::vec(valve_input(n), 0..80)))
 }
 
 fn apply(v: &mut Valve, i: VIn) -> Vec<Emission> {
@@ -145,9 +151,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn valve_matches_naive_and_keeps_invariants(inputs in prop::collection::vec(valve_input(), 0..80)) {
-        let mut v = Valve::new(4).unwrap();
-        let mut naive = NaiveValve::new(4);
+    fn valve_matches_naive_and_keeps_invariants((n, inputs) in valve_case()) {
+        let mut v = Valve::new(n as usize).unwrap();
+        let mut naive = NaiveValve::new(n as usize);
         let mut last = i64::MIN;
         for &i in &inputs {
             let got = apply(&mut v, i);
@@ -158,7 +164,7 @@ proptest! {
                     last = w;
                 }
             }
-            for c in 0..4 {
+            for c in 0..n {
                 let (wm, idle, aligned) = v.channel(c).unwrap();
                 if aligned && !idle {
                     prop_assert!(v.watermark() <= wm, "output exceeds an aligned active channel");
@@ -167,7 +173,7 @@ proptest! {
             if let Some(c) = v.min_channel() {
                 let (wm, _, aligned) = v.channel(c as i64).unwrap();
                 prop_assert!(aligned);
-                for d in 0..4 {
+                for d in 0..n {
                     let (w2, _, a2) = v.channel(d).unwrap();
                     prop_assert!(!a2 || w2 >= wm);
                 }
@@ -227,7 +233,7 @@ proptest! {
     }
 
     #[test]
-    fn valve_snapshot_restore_mid_stream(inputs in prop::collection::vec(valve_input(), 0..60), cut in 0usize..60) {
+    fn valve_snapshot_restore_mid_stream(inputs in prop::collection::vec(valve_input(4), 0..60), cut in 0usize..60) {
         let cut = cut.min(inputs.len());
         let mut whole = Valve::new(4).unwrap();
         let want: Vec<Vec<Emission>> = inputs.iter().map(|&i| apply(&mut whole, i)).collect();

@@ -132,14 +132,23 @@ impl IndexedMinHeap {
 mod tests {
     use super::*;
 
+    /// Against a scan, over heaps of 3 to 16 channels: deep enough that a removal from
+    /// the middle moves the last entry under a parent larger than it (the sift-up after
+    /// the sift-down; 8 channels alone never drew that case).
     #[test]
     fn matches_a_scan() {
-        let mut h = IndexedMinHeap::new(8);
-        let mut model: Vec<Option<i64>> = vec![None; 8];
-        let mut x: u64 = 12345;
+        for n in 3..=16 {
+            matches_a_scan_with(n);
+        }
+    }
+
+    fn matches_a_scan_with(n: usize) {
+        let mut h = IndexedMinHeap::new(n);
+        let mut model: Vec<Option<i64>> = vec![None; n];
+        let mut x: u64 = 12345 + n as u64;
         for _ in 0..2000 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let ch = ((x >> 33) % 8) as usize;
+            let ch = ((x >> 33) % n as u64) as usize;
             let wm = ((x >> 20) % 50) as i64 - 25;
             if (x >> 60) % 4 == 0 {
                 assert_eq!(h.remove(ch), model[ch].is_some());

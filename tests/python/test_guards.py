@@ -4,6 +4,7 @@ the code to; a plausible slip there would otherwise pass the suite."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +14,20 @@ from floodmark.replay import replay
 from floodmark.report.partition_views import combined_at
 from floodmark.time import I64_MAX, I64_MIN, to_ticks
 from floodmark.timeline import EMISSION_KINDS, channel_index, in_emission_order
+
+
+def replay_bounded(table: pa.Table, **units: str) -> Any:
+    """``replay`` of ``table`` (columns ``ts``, ``at``, ``ch``) with a bound of 10
+    ticks, or of 10 ms when given units."""
+    bound: Any = timedelta(milliseconds=10) if units else 10
+    return replay(
+        table,
+        WatermarkStrategy.for_bounded_out_of_orderness(bound),
+        channel="ch",
+        arrival="at",
+        event_time="ts",
+        **units,
+    )
 
 
 def test_to_ticks_truncates_toward_zero() -> None:
@@ -47,15 +62,7 @@ def test_a_bound_counts_in_event_time_ticks() -> None:
     is converted in the event-time unit, whatever the arrival unit: 10 ms off event
     times in ms, arrivals in us."""
     table = pa.table({"ts": [100, 200], "at": [0, 300_000], "ch": [0, 0]})
-    out = replay(
-        table,
-        WatermarkStrategy.for_bounded_out_of_orderness(timedelta(milliseconds=10)),
-        channel="ch",
-        arrival="at",
-        event_time="ts",
-        event_time_unit="ms",
-        arrival_unit="us",
-    )
+    out = replay_bounded(table, event_time_unit="ms", arrival_unit="us")
     # At the emit time 200 ms (200_000 us) the largest timestamp seen is 100 ms.
     assert out.records["channel_watermark"].to_pylist() == [I64_MIN, 89]
     assert out.records["watermark"].to_pylist() == [I64_MIN, 89]
@@ -66,13 +73,7 @@ def test_a_record_at_the_watermark_in_force_is_late() -> None:
     so Flink counts a record at exactly ``w`` as late (with no allowed lateness); one
     a tick above is not."""
     table = pa.table({"ts": [100, 89, 90], "at": [0, 300, 300], "ch": [0, 0, 0]})
-    out = replay(
-        table,
-        WatermarkStrategy.for_bounded_out_of_orderness(10),
-        channel="ch",
-        arrival="at",
-        event_time="ts",
-    )
+    out = replay_bounded(table)
     assert out.records["watermark"].to_pylist() == [I64_MIN, 89, 89]
     assert out.records["is_late"].to_pylist() == [False, True, False]
 
@@ -86,13 +87,7 @@ def test_channels_at_one_time_reach_the_valve_in_sorted_order() -> None:
     assert channels.to_pylist() == ["a", "b", "c"]
     assert index.tolist() == [1, 0, 1, 2]
     table = pa.table({"ts": [100, 100], "at": [0, 10], "ch": ["b", "a"]})
-    out = replay(
-        table,
-        WatermarkStrategy.for_bounded_out_of_orderness(10),
-        channel="ch",
-        arrival="at",
-        event_time="ts",
-    )
+    out = replay_bounded(table)
     assert out.timeline.to_pylist() == [
         {"time": 200, "watermark": 89, "status": "active", "min_channel": "a"}
     ]

@@ -655,10 +655,7 @@ def _kafka_options(
     fail_on_data_loss: bool,
     consumer_config: Mapping[str, Any] | None,
 ) -> dict[str, str]:
-    if not isinstance(bootstrap_servers, str) or not bootstrap_servers.strip():
-        raise InvalidParameterError(
-            "bootstrap_servers", f"expected 'host:port,...', got {bootstrap_servers!r}"
-        )
+    _servers(bootstrap_servers, "bootstrap_servers")
     if (topics is None) == (pattern is None):
         raise InvalidParameterError(
             "topics", "give exactly one of `topics` and `pattern` (a regular expression)"
@@ -681,6 +678,13 @@ def _kafka_options(
     return options
 
 
+def _servers(servers: object, parameter: str) -> str:
+    """Kafka's bootstrap servers, checked: a non-empty ``host:port,...``."""
+    if not isinstance(servers, str) or not servers.strip():
+        raise InvalidParameterError(parameter, f"expected 'host:port,...', got {servers!r}")
+    return servers
+
+
 def _pattern(pattern: object, parameter: str) -> str:
     """A topic pattern, checked: a non-empty regular expression."""
     try:
@@ -700,11 +704,7 @@ def _format_options(options: Mapping[str, str], *, batch: bool) -> dict[str, str
     passes them) checked before any planning, as :func:`kafka_stream` and
     :func:`kafka_read` check their arguments; errors name the option."""
     lowered = _lower(options)
-    servers = lowered.get("kafka.bootstrap.servers", "")
-    if not servers.strip():
-        raise InvalidParameterError(
-            "kafka.bootstrap.servers", f"expected 'host:port,...', got {servers!r}"
-        )
+    _servers(lowered.get("kafka.bootstrap.servers", ""), "kafka.bootstrap.servers")
     if ("subscribe" in lowered) == ("subscribepattern" in lowered):
         raise InvalidParameterError(
             "subscribe", "give exactly one of the options subscribe and subscribePattern"
