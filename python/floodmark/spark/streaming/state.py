@@ -62,8 +62,10 @@ class StateStore:
         self.location = location.rstrip("/")
         self._committed: list[int] | None = None  # listed once, until a commit
         self._jvm = jvm
-        root = jvm.org.apache.hadoop.fs.Path(self.location)
-        self._fs = root.getFileSystem(spark._jsc.hadoopConfiguration())
+        # The class found once: each lookup through the gateway is a round trip per
+        # name of its package (~1 ms), and a batch makes a few hundred paths.
+        self._path = jvm.org.apache.hadoop.fs.Path
+        self._fs = self._p(self.location).getFileSystem(spark._jsc.hadoopConfiguration())
 
     # --- paths -----------------------------------------------------------------------
 
@@ -76,7 +78,7 @@ class StateStore:
         return self.path("versions", str(batch_id), *parts)
 
     def _p(self, path: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(path)
+        return self._path(path)
 
     # --- files -----------------------------------------------------------------------
 
