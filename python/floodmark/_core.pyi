@@ -8,6 +8,8 @@ from typing import Any, final
 
 #: The most channels a valve (and a timeline builder) takes.
 MAX_CHANNELS: int
+#: The attribute on an exception a user generator raised: its ``module.Class.method``.
+RAISED_BY: str
 
 @final
 class _Generator:

@@ -40,7 +40,7 @@ from floodmark.spark.columns import not_arrow, quote
 from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import only, pack, packed_schema, unpack_local, unpacked
 from floodmark.spark.plan import WatermarkPlan, valid_rows
-from floodmark.spark.timeline import pack_error, raise_packed
+from floodmark.spark.timeline import pack_error, raise_packed, task_errors
 from floodmark.time import I64_MIN
 from floodmark.timeline import TimelineBuilder, channel_index
 
@@ -165,7 +165,8 @@ def channel_runner(
                 for batch in rows.drop_columns([_CH, _ARR, _TS, _MARK]).to_batches():
                     yield from pack("records", batch)
 
-        try:
+        caught: list[Exception] = []  # e.g. a user generator's watermark that is no
+        with task_errors(caught):  # int64, or its own exception
             for raw in batches:
                 table = pa.Table.from_batches([raw.rename_columns(names)])
                 values = table.column(_CH).combine_chunks()
@@ -182,8 +183,8 @@ def channel_runner(
                     yield from emit(*feeder.feed(table.slice(lo, hi - lo), last=False))
             if feeder is not None:
                 yield from emit(*feeder.feed(None, last=True))
-        except (InvalidInputError, InvalidParameterError) as err:  # e.g. a user
-            yield from pack_error(err)  # generator's watermark that is no int64
+        if caught:
+            yield from pack_error(caught[0])
             return
         yield from pack("stats", pa.RecordBatch.from_pylist([{"emissions": count}]))
 

@@ -36,15 +36,19 @@ bucket) table, joined on the executors when it is large (see
 
 from __future__ import annotations
 
+import contextlib
+import pickle
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark import _core
+from floodmark.exceptions import FloodmarkError, InvalidInputError, InvalidParameterError
 from floodmark.spark import channel_pass
 from floodmark.spark.columns import quote
 from floodmark.spark.executors import floodmark_on_executors, require_floodmark
@@ -637,7 +641,8 @@ def on_executors(
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         run = new_run(len(chosen))
-        try:
+        caught: list[Exception] = []
+        with task_errors(caught):
             for rows in run_builders(
                 as_bucket_rows(batches) if records and stats else batches,
                 channels,
@@ -652,8 +657,8 @@ def on_executors(
                     kept = rows.select(["channel", "bucket", "channel_watermark", "watermark"])
                     yield from pack("buckets", kept)
                 yield from drain(run, edges)
-        except (InvalidInputError, InvalidParameterError) as err:  # raised by the driver
-            yield from pack_error(err)
+        if caught:  # raised by the builder
+            yield from pack_error(caught[0])
             return
         yield from drain(run, edges)
         numbers = [
@@ -722,20 +727,75 @@ def gather(plan: WatermarkPlan, packed: pa.Table, strategies: int) -> Run:
     return run
 
 
-def pack_error(err: InvalidInputError | InvalidParameterError) -> Iterator[pa.RecordBatch]:
+def pack_error(err: Exception) -> Iterator[pa.RecordBatch]:
     """A task's error, packed for the driver to raise (:func:`raise_packed`): a task
-    failure would be retried first, and reach the caller as a worker's traceback."""
+    failure would be retried first (on a cluster, four times, each running the pass
+    again), and reach the caller as a worker's traceback. floodmark's errors go as
+    their column or parameter and text; an exception a user generator's own code
+    raised goes whole (pickled, with its traceback on the executor)."""
+    user = user_generator_error(err)
     error = {
         "column": getattr(err, "column", None),
         "parameter": getattr(err, "parameter", None),
-        "message": str(err),
+        "message": f"{type(err).__name__}: {err}" if user else str(err),
+        "raised_by": getattr(err, _core.RAISED_BY) if user else None,
+        "pickled": _pickled(err) if user else None,
+        "trace": "".join(traceback.format_exception(err)) if user else None,
     }
     yield from pack("error", pa.RecordBatch.from_pylist([error]))
 
 
-def raise_packed(plan: WatermarkPlan, batch: pa.RecordBatch) -> None:
-    """Raises the error a task packed (:func:`pack_error`), naming the user's column."""
+@contextlib.contextmanager
+def task_errors(caught: list[Exception]) -> Iterator[None]:
+    """Within this block (a task's work), the errors the task sends back to the driver
+    (:func:`pack_error`) are caught into ``caught``: floodmark's refusals and a user
+    generator's own exceptions. Anything else fails the task (a bug)."""
+    try:
+        yield
+    except Exception as err:
+        refusal = isinstance(err, (InvalidInputError, InvalidParameterError))
+        if not (refusal or user_generator_error(err)):
+            raise
+        caught.append(err)
+
+
+def user_generator_error(err: BaseException) -> bool:
+    """Whether ``err`` is a user generator's own exception (the engine marks what its
+    methods raise), not floodmark's refusal of what it emitted."""
+    own = isinstance(err, (InvalidInputError, InvalidParameterError))
+    return not own and isinstance(getattr(err, _core.RAISED_BY, None), str)
+
+
+def _pickled(err: Exception) -> bytes | None:
+    from pyspark import cloudpickle
+
+    try:
+        return bytes(cloudpickle.dumps(err))  # type: ignore[no-untyped-call]
+    except Exception:  # an exception holding what does not pickle: its text goes
+        return None
+
+
+def raise_packed(plan: WatermarkPlan, batch: pa.RecordBatch) -> NoReturn:
+    """Raises the error a task packed (:func:`pack_error`): floodmark's naming the
+    user's column; a user generator's own exception as it was raised (a note gives its
+    traceback on the executor), as in the engine run in-process."""
     error = batch.to_pylist()[0]
+    if error.get("raised_by") is not None:
+        raised: BaseException | None = None
+        if error["pickled"] is not None:
+            with contextlib.suppress(Exception):  # its class not importable here
+                raised = pickle.loads(error["pickled"])
+        if not isinstance(raised, BaseException):
+            raised = FloodmarkError(f"the user generator raised {error['message']}")
+        note = (
+            f"raised by the user generator's {error['raised_by']} in a Spark task; "
+            f"its traceback there:\n{error['trace']}"
+        )
+        add_note = getattr(raised, "add_note", None)  # Python 3.11+
+        if add_note is None:
+            raise raised from FloodmarkError(note)
+        add_note(note)
+        raise raised
     if error["parameter"] is not None:
         text = error["message"].split("`: ", 1)[-1]
         raise InvalidParameterError(error["parameter"], text)

@@ -24,5 +24,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::kafka_split_owners, m)?)?;
     m.add_function(wrap_pyfunction!(functions::placeable_buckets, m)?)?;
     m.add("MAX_CHANNELS", crate::watermark::valve::MAX_CHANNELS)?;
+    m.add("RAISED_BY", user::RAISED_BY)?;
     Ok(())
 }

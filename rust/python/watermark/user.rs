@@ -2,7 +2,8 @@
 //! `on_event(timestamp, output)`, `on_periodic_emit(output)`) as a
 //! [`WatermarkGenerator`], so that it runs through the engine's own driver and
 //! idleness timer, and `_WatermarkOutput`, the output it writes to. An exception the
-//! user's code raises stops the driver and reaches the caller unchanged.
+//! user's code raises stops the driver and reaches the caller unchanged, carrying
+//! [`RAISED_BY`].
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt};
@@ -10,6 +11,11 @@ use pyo3::types::{PyBytes, PyInt};
 use crate::error::{Error, Result};
 use crate::snapshot::{Reader, Writer};
 use crate::watermark::{Emission, WatermarkGenerator};
+
+/// The attribute set on an exception a user generator's method raised: that method,
+/// as `module.Class.method` (the Spark layer sends such an exception back from its
+/// task whole, as `floodmark._core.RAISED_BY` names it).
+pub const RAISED_BY: &str = "_floodmark_raised_by";
 
 /// What a user generator writes to (Flink's `WatermarkOutput`): it collects the
 /// emissions of one call, which the driver then takes.
@@ -101,10 +107,17 @@ impl PyUserGenerator {
             let output = self.output.bind(py);
             output.borrow_mut().emitted.clear();
             let user = self.user.bind(py);
-            match timestamp {
-                Some(ts) => user.call_method1(method, (ts, output))?,
-                None => user.call_method1(method, (output,))?,
+            let called = match timestamp {
+                Some(ts) => user.call_method1(method, (ts, output)),
+                None => user.call_method1(method, (output,)),
             };
+            if let Err(err) = called {
+                // Says whose it is, for a Spark task to send it back whole; an
+                // exception that takes no attributes goes on as it is.
+                let by = format!("{}.{method}", self.class);
+                let _ = err.value(py).setattr(RAISED_BY, by);
+                return Err(err);
+            }
             let emitted = std::mem::take(&mut output.borrow_mut().emitted);
             emitted.into_iter().for_each(out);
             Ok(())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from floodmark import (
@@ -71,6 +73,30 @@ class FloatWatermarks(Bounded):
 
     def on_periodic_emit(self, output: Any) -> None:
         output.emit_watermark(2.5)
+
+
+class Refuses(Bounded):
+    """A user generator whose own code raises on a record past ``LIMIT``."""
+
+    LIMIT = 10_000
+
+    def on_event(self, timestamp: int, output: Any) -> None:
+        if timestamp > self.LIMIT:
+            raise ArithmeticError(f"no watermark past {self.LIMIT}, got {timestamp}")
+        super().on_event(timestamp, output)
+
+
+class Unpicklable(Exception):
+    """An exception that cannot travel back from the executor: it holds a lock."""
+
+    def __init__(self) -> None:
+        super().__init__("held a lock")
+        self.lock = threading.Lock()
+
+
+class RefusesUnpicklably(Bounded):
+    def on_periodic_emit(self, output: Any) -> None:
+        raise Unpicklable()
 
 
 STRATEGIES = {
@@ -345,6 +371,38 @@ def test_a_user_generators_bad_watermark_is_floodmarks_error_not_a_worker_traceb
             arrival="arrival",
         )
     assert err.value.parameter == "emit_watermark"  # what the generator called
+
+
+def test_a_user_generators_own_exception_reaches_the_caller_as_in_process(
+    spark: Any, table: pa.Table
+) -> None:
+    """An exception a user generator's own code raises in a Spark task reaches the
+    caller as itself (not a PythonException, after no retry), as the engine run
+    in-process raises it; a note gives the method and the traceback on the executor.
+    One that cannot be pickled back comes as a FloodmarkError with its text."""
+    from floodmark.exceptions import FloodmarkError
+
+    columns = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    strategy = WatermarkStrategy.for_generator(Refuses)
+    assert pc.max(table["event_time"]).as_py() > Refuses.LIMIT
+    with pytest.raises(ArithmeticError, match="no watermark past 10000") as err:
+        replay(table, strategy, **columns)
+    with pytest.raises(ArithmeticError, match="no watermark past 10000") as err:
+        assign_watermarks(spark.createDataFrame(table), strategy, **columns)
+    assert type(err.value) is ArithmeticError
+    (note,) = err.value.__notes__
+    assert "test_generators.Refuses.on_event in a Spark task" in note
+    assert 'raise ArithmeticError(f"no watermark past' in note  # the executor's traceback
+    unpicklable = WatermarkStrategy.for_generator(RefusesUnpicklably)
+    with pytest.raises(FloodmarkError, match="raised Unpicklable: held a lock") as err:
+        window_aggregate(
+            spark.createDataFrame(table),
+            unpicklable,
+            TumblingEventTimeWindows.of(timedelta(seconds=1)),
+            key="key",
+            **columns,
+        )
+    assert "RefusesUnpicklably.on_periodic_emit in a Spark task" in err.value.__notes__[0]
 
 
 def test_a_channels_records_tied_in_arrival_and_event_time_reach_it_in_marker_order(
