@@ -31,8 +31,15 @@ ON_CLUSTER = {
 #: The modules that run in `make pytest-side` (marker `side`) with the cluster's tests:
 #: the crash tests (live queries killed in subprocesses), test_cluster.py whole (its
 #: local case is what the cluster's outputs are compared with), and the command line's
-#: Spark runs, which balance the two processes (11.7 and 13.1 minutes without them).
-SIDE = {"test_cluster.py", "test_streaming_crash.py", "test_cli_spark.py"}
+#: Spark runs and the live Kafka ones, which balance the two processes (side by side in
+#: CI, 2026-11-26: 18.5 and 16.5 minutes with the Kafka ones in the main process).
+SIDE = {
+    "test_cluster.py",
+    "test_streaming_crash.py",
+    "test_cli_spark.py",
+    "test_cli_live.py",
+    "test_streaming_kafka.py",
+}
 #: The order in which the kinds of session start (each once).
 ORDER = {"local": 0, "cluster": 1, "bare": 2}
 TIMINGS: dict[str, float] = {}

@@ -35,30 +35,6 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_demo(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--rows", "30000", "--output", str(tmp_path), "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "records" in out and "30,000" in out
-    assert "dropped by Spark's watermark" in out
-    assert max(len(line) for line in out.splitlines()) <= 80
-    assert (tmp_path / "report" / "index.html").exists()
-    # The report's per-partition views, from the channels' emissions the CLI asks for.
-    with (tmp_path / "report" / "lag.csv").open() as lag:
-        states = Counter(row["state"] for row in csv.DictReader(lag))
-    assert states["active"] > 0 and states["idle"] > 0, states
-    # The note on Spark's drops gives the lagging partition's own numbers.
-    with (tmp_path / "report" / "partitions.csv").open() as parts:
-        lagging = next(r for r in csv.DictReader(parts) if r["partition"] == "3")
-    page = html.unescape((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
-    assert (
-        f"Of the {int(lagging['records']):,} records of partition 3, which lags 30 s, Spark "
-        f"would drop {int(lagging['spark_dropped']):,}; floodmark's per-partition "
-        f"watermarks find {int(lagging['late']):,} late."
-    ) in page
-    results = pq.read_table(tmp_path / "results")
-    assert results.num_rows > 0
-
-
 def test_run(spark: Any, events: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [
@@ -202,23 +178,16 @@ NOISE = (
 )
 
 
-def test_demo_terminal_output_is_floodmark_own(tmp_path: Path) -> None:
-    """A fresh JVM (a subprocess): none of the JVM's or Spark's start-up lines reach
-    the terminal, and the progress lines do."""
+def test_demo_as_a_user_runs_it(tmp_path: Path) -> None:
+    """``floodmark demo`` in a fresh process (a JVM of its own): none of the JVM's or
+    Spark's start-up lines reach the terminal, the progress lines do, and the summary,
+    the report and the outputs are written."""
     import subprocess
     import sys
 
+    command = [sys.executable, "-m", "floodmark.cli", "demo", "--rows", "30000"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "floodmark.cli",
-            "demo",
-            "--rows",
-            "20000",
-            "--output",
-            str(tmp_path / "demo"),
-        ],
+        [*command, "--output", str(tmp_path)],
         capture_output=True,
         text=True,
         check=False,
@@ -227,9 +196,29 @@ def test_demo_terminal_output_is_floodmark_own(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     both = done.stdout + done.stderr
     assert not [n for n in NOISE if n in both], both
-    assert "[1/" in done.stderr and "generating 20,000 rows" in done.stderr
+    assert "[1/" in done.stderr and "generating 30,000 rows" in done.stderr
     assert "starting Spark" in done.stderr
-    assert "report:" in done.stdout
+    out = done.stdout
+    assert "report:" in out
+    assert "records" in out and "30,000" in out
+    assert "dropped by Spark's watermark" in out
+    assert max(len(line) for line in out.splitlines() if str(tmp_path) not in line) <= 80
+    assert (tmp_path / "report" / "index.html").exists()
+    # The report's per-partition views, from the channels' emissions the CLI asks for.
+    with (tmp_path / "report" / "lag.csv").open() as lag:
+        states = Counter(row["state"] for row in csv.DictReader(lag))
+    assert states["active"] > 0 and states["idle"] > 0, states
+    # The note on Spark's drops gives the lagging partition's own numbers.
+    with (tmp_path / "report" / "partitions.csv").open() as parts:
+        lagging = next(r for r in csv.DictReader(parts) if r["partition"] == "3")
+    page = html.unescape((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    assert (
+        f"Of the {int(lagging['records']):,} records of partition 3, which lags 30 s, Spark "
+        f"would drop {int(lagging['spark_dropped']):,}; floodmark's per-partition "
+        f"watermarks find {int(lagging['late']):,} late."
+    ) in page
+    results = pq.read_table(tmp_path / "results")
+    assert results.num_rows > 0
 
 
 @pytest.mark.parametrize("stage", ["[2/", "[3/"])

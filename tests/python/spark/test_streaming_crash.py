@@ -149,11 +149,16 @@ def test_killed_at_every_named_point_and_restarted_gives_the_same(
 def test_watermarks_killed_at_every_named_point_and_restarted_give_the_same(
     spark: Any, tmp_path: Path
 ) -> None:
-    """StreamingWatermarks killed at each point of the protocol in turn, restarted
-    from the checkpoint after every kill: every record and timeline row once."""
+    """StreamingWatermarks killed at each point where its own work stands half done,
+    in turn, restarted from the checkpoint after every kill: every record and timeline
+    row once. ``start`` and ``before_spark_commit`` are left to the keyed test: they
+    come before and after all of a handler's own work (the shared protocol's, the
+    same code for both handlers)."""
     want = reference(spark, tmp_path / "reference", "watermarks")
     prepare(tmp_path, generate(SPEC), 6)
-    for batch, point in enumerate(KILL_POINTS):
+    own = [p for p in KILL_POINTS if p not in ("start", "before_spark_commit")]
+    assert len(own) == 4
+    for batch, point in enumerate(own):
         finish(job(tmp_path, f"{point}:{batch}", "watermarks"), killed=True)
     finish(job(tmp_path, path="watermarks"), killed=False)
     got = outputs(tmp_path, "watermarks")
