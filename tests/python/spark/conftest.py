@@ -21,24 +21,26 @@ from typing import Any
 import pytest
 from spark_cluster import Sessions
 
-#: The modules whose Spark tests also run on the cluster.
+#: The modules whose Spark tests also run on the cluster. `analyze_bounds` runs there
+#: in test_cluster.py, whose outputs equal the local session's table for table; its
+#: equality with the full pipeline at each bound is checked locally (test_analyze.py).
 ON_CLUSTER = {
     "test_equality.py",
     "test_conservation_and_errors.py",
-    "test_analyze.py",
     "test_cluster.py",
 }
 #: The modules that run in `make pytest-side` (marker `side`) with the cluster's tests:
 #: the crash tests (live queries killed in subprocesses), test_cluster.py whole (its
 #: local case is what the cluster's outputs are compared with), and the command line's
-#: Spark runs and the live Kafka ones, which balance the two processes (side by side in
-#: CI, 2026-11-26: 18.5 and 16.5 minutes with the Kafka ones in the main process).
+#: Spark runs and the Kafka ones, which balance the two processes (side by side in CI,
+#: 2026-11-26: 18.5 and 16.5 minutes with the Kafka ones in the main process).
 SIDE = {
     "test_cluster.py",
     "test_streaming_crash.py",
     "test_cli_spark.py",
     "test_cli_live.py",
     "test_streaming_kafka.py",
+    "test_kafka.py",
 }
 #: The order in which the kinds of session start (each once).
 ORDER = {"local": 0, "cluster": 1, "bare": 2}

@@ -3,7 +3,7 @@ own executor JVM and Python workers; see ``spark_cluster``): its outputs equal t
 local session's, and executors whose Python lacks floodmark fail with a message saying
 what to install, before any task of floodmark's runs.
 
-The equality, conservation and analysis tests run on the cluster too (the conftest's
+The equality and conservation tests run on the cluster too (the conftest's
 ``ON_CLUSTER``); this module adds what only a cluster shows."""
 
 from __future__ import annotations
