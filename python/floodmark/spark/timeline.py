@@ -745,6 +745,10 @@ def pack_error(err: Exception) -> Iterator[pa.RecordBatch]:
     yield from pack("error", pa.RecordBatch.from_pylist([error]))
 
 
+#: floodmark's refusals a task sends back by their column or parameter.
+_REFUSALS = (InvalidInputError, InvalidParameterError)
+
+
 @contextlib.contextmanager
 def task_errors(caught: list[Exception]) -> Iterator[None]:
     """Within this block (a task's work), the errors the task sends back to the driver
@@ -753,8 +757,7 @@ def task_errors(caught: list[Exception]) -> Iterator[None]:
     try:
         yield
     except Exception as err:
-        refusal = isinstance(err, (InvalidInputError, InvalidParameterError))
-        if not (refusal or user_generator_error(err)):
+        if not (isinstance(err, _REFUSALS) or user_generator_error(err)):
             raise
         caught.append(err)
 
@@ -762,8 +765,7 @@ def task_errors(caught: list[Exception]) -> Iterator[None]:
 def user_generator_error(err: BaseException) -> bool:
     """Whether ``err`` is a user generator's own exception (the engine marks what its
     methods raise), not floodmark's refusal of what it emitted."""
-    own = isinstance(err, (InvalidInputError, InvalidParameterError))
-    return not own and isinstance(getattr(err, _core.RAISED_BY, None), str)
+    return not isinstance(err, _REFUSALS) and isinstance(getattr(err, _core.RAISED_BY, None), str)
 
 
 def _pickled(err: Exception) -> bytes | None:

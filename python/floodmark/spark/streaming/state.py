@@ -63,7 +63,7 @@ class StateStore:
         self._committed: list[int] | None = None  # listed once, until a commit
         self._jvm = jvm
         # The class found once: each lookup through the gateway is a round trip per
-        # name of its package (~1 ms), and a batch makes a few hundred paths.
+        # name of its package, and a batch makes ~60 paths.
         self._path = jvm.org.apache.hadoop.fs.Path
         self._fs = self._p(self.location).getFileSystem(spark._jsc.hadoopConfiguration())
 
