@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from floodmark.column_kinds import time_kind
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 
 
@@ -37,15 +38,13 @@ def time_ticks(arr: pa.Array, column: str, unit: str) -> pa.Array:
     return pc.if_else(below, pc.subtract(quotient, 1), quotient)
 
 
-def time_column(arr: pa.Array, column: str, unit: str) -> pa.Array:
+def time_column(arr: pa.Array, column: str, unit: str, parameter: str) -> pa.Array:
     """An event-time or arrival column as ``int64`` ticks of ``unit``: integers as they
-    are, timestamps by :func:`time_ticks`; any other type refused naming ``column``."""
-    t = arr.type
-    if pa.types.is_timestamp(t):
-        return time_ticks(arr, column, unit)
-    if pa.types.is_integer(t) and t != pa.uint64():
+    are, timestamps by :func:`time_ticks`; any other type refused naming ``column`` and
+    the API's ``parameter`` (:func:`floodmark.column_kinds.time_kind`)."""
+    if time_kind(arr.type, column, parameter) == "integer":
         return arr.cast(pa.int64())
-    raise SchemaError(column, f"expected an integer or timestamp column, got {t}")
+    return time_ticks(arr, column, unit)
 
 
 def _arrow(values: Any) -> pa.Array:

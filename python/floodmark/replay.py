@@ -33,6 +33,7 @@ from floodmark.arrays import (
     time_ticks,
     to_int64_array,
 )
+from floodmark.column_kinds import key_type, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import WatermarkStrategy, event_time_column
 from floodmark.time import I64_MIN, Duration, check_unit, to_ticks
@@ -82,6 +83,9 @@ class Replay:
 #: column name: the names are looked up in the table only for the other columns).
 _ARRIVAL_TICKS, _EVENT_TICKS = "\0arrival", "\0event_time"
 
+#: Whether ``sort_indices`` takes a null placement per sort key (pyarrow >= 25).
+_NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
+
 
 def processing_order(
     table: pa.Table,
@@ -121,9 +125,9 @@ def processing_order(
             columns[f"nan{i}"] = pc.is_nan(value)
         columns[f"v{i}"] = value
     keyed = pa.table(columns)
-    try:  # pyarrow >= 25: null placement per key
+    if _NULLS_PER_KEY:
         order = pc.sort_indices(keyed, sort_keys=[(c, "ascending", "at_start") for c in columns])
-    except (TypeError, ValueError):  # older pyarrow: one placement for every key
+    else:  # one placement for every key (deprecated since pyarrow 25)
         order = pc.sort_indices(
             keyed, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
         )
@@ -311,6 +315,11 @@ def replay(
         if name is not None:
             field_index(table.schema, name)
     check_scalar(table.schema.field(channel), "channel")
+    kinds = [(time_kind, ev, "event_time"), (time_kind, arrival, "arrival")]
+    if window is not None:
+        kinds += [(key_type, k, "key") for k in keys] + [(value_type, v, "aggs") for v in values]
+    for rule, name, parameter in kinds:  # before the records are sorted by them
+        rule(table.schema.field(name).type, name, parameter)
     if window is None:  # the records and the dropped rows gain these
         for added in (*WATERMARK_COLUMNS, "reason"):
             if added in table.schema.names:
@@ -332,8 +341,8 @@ def replay(
         ties,
         units=(arrival_unit, event_time_unit),
     )
-    arr = time_column(table[arrival].combine_chunks(), arrival, arrival_unit).to_numpy()
-    ts = time_column(table[ev].combine_chunks(), ev, event_time_unit).to_numpy()
+    arr = time_column(table[arrival].combine_chunks(), arrival, arrival_unit, "arrival").to_numpy()
+    ts = time_column(table[ev].combine_chunks(), ev, event_time_unit, "event_time").to_numpy()
     channels, chan_idx = channel_index(table[channel])
     marker = None
     if resolved.kind == "punctuated":

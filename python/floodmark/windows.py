@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.arrays import as_table, field_index, time_column
+from floodmark.column_kinds import key_type, value_type
 from floodmark.exceptions import (
     InvalidInputError,
     InvalidParameterError,
@@ -257,40 +258,16 @@ def _take(batch: pa.RecordBatch, rows: pa.Array) -> pa.RecordBatch:
 
 
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
-    t = arr.type
-    if pa.types.is_dictionary(t):  # keyed by value, whatever the dictionary
-        return _key_column(arr.dictionary_decode(), name)
-    if pa.types.is_integer(t) and t != pa.uint64():
-        return arr.cast(pa.int64())
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return arr
-    if pa.types.is_string_view(t):  # the engine's keys are offsets-based strings
-        return arr.cast(pa.large_string())
-    raise SchemaError(name, f"key columns must be integer or string, got {t}{_uint64_hint(t)}")
+    """A key column as the operator groups it (:func:`floodmark.column_kinds.key_type`)."""
+    if pa.types.is_dictionary(arr.type):  # keyed by value, whatever the dictionary
+        arr = arr.dictionary_decode()
+    return arr.cast(key_type(arr.type, name, "key"))
 
 
 def _value_column(arr: pa.Array, name: str) -> pa.Array:
-    """A value column as the operator aggregates it: integers as ``int64``, floats and
-    decimals as ``float64`` (as the Spark functions take a decimal: ~15-16 significant
-    digits)."""
-    t = arr.type
-    if pa.types.is_integer(t) and t != pa.uint64():
-        return arr.cast(pa.int64())
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return arr.cast(pa.float64())
-    raise SchemaError(
-        name, f"value columns must be integer, float or decimal, got {t}{_uint64_hint(t)}"
-    )
-
-
-def _uint64_hint(t: pa.DataType) -> str:
-    """Why a ``uint64`` column is refused (values past ``Long.MAX_VALUE``), and what to do."""
-    return (
-        " (values past 2^63 - 1 do not fit the operator's int64: cast to int64 if "
-        "they do not occur)"
-        if t == pa.uint64()
-        else ""
-    )
+    """A value column as the operator aggregates it
+    (:func:`floodmark.column_kinds.value_type`)."""
+    return arr.cast(value_type(arr.type, name, "aggs"))
 
 
 def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
@@ -472,14 +449,20 @@ class WindowOperator:
             raise SchemaError(
                 self._keys[0], f"key column types changed from {self._key_types} to {key_types}"
             )
-        arrays.append(time_column(_column(batch, self._event_time), self._event_time, self._unit))
+        arrays.append(
+            time_column(
+                _column(batch, self._event_time), self._event_time, self._unit, "event_time"
+            )
+        )
         names.append(self._event_time)
         for name in self._value_names:
             if name not in names:
                 arrays.append(_value_column(_column(batch, name), name))
                 names.append(name)
         if self._arrival is not None and self._arrival not in names:
-            arrays.append(time_column(_column(batch, self._arrival), self._arrival, self._unit))
+            arrays.append(
+                time_column(_column(batch, self._arrival), self._arrival, self._unit, "arrival")
+            )
             names.append(self._arrival)
         if not batch.num_rows and self._key_types is not None:
             key_types = self._key_types

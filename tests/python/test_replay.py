@@ -143,7 +143,10 @@ def test_a_timestamp_event_time_is_read_in_its_unit_by_both_stages() -> None:
     assert got.results["count"] == want.results["count"]
     assert got.late.num_rows == want.late.num_rows
     floats = ints.set_column(0, "ts", pa.array([100.0, 95.0, 130.0, 20.0]))
-    with pytest.raises(SchemaError, match=r"`ts`.*integer or timestamp column, got double"):
+    with pytest.raises(
+        SchemaError,
+        match=r"`ts`: event_time= column .ts. has type double; use a timestamp or integer",
+    ):
         replay(floats, **kw)
 
 

@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import pyarrow as pa
+
+from floodmark.column_kinds import TimeKind, key_type, time_kind, value_type
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.time import check_unit
 
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-Kind = Literal["timestamp", "timestamp_ntz", "integer"]
+Kind = TimeKind  # as the core names it
 
 _NTZ_TO_MICROS = (
     "cast(datediff(cast({c} as date), date'1970-01-01') as bigint) * 86400000000"
@@ -155,18 +158,9 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
             refused (finer than the column).
         parameter: the API parameter that named the column, for error messages.
     """
-    from pyspark.sql.types import (
-        ByteType,
-        IntegerType,
-        LongType,
-        ShortType,
-        TimestampNTZType,
-        TimestampType,
-    )
-
     dtype = field_type(df, name, parameter)
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        kind: Kind = "timestamp" if isinstance(dtype, TimestampType) else "timestamp_ntz"
+    kind = time_kind(as_arrow(dtype), name, parameter, dtype.simpleString())
+    if kind != "integer":
         tick = check_unit(unit or "us", f"{parameter}_unit")
         if tick not in _MICROS_PER_TICK:
             raise InvalidParameterError(
@@ -176,13 +170,19 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
                 "default), 'ms' or 's'",
             )
         return TimeColumn(name, kind, tick)
-    if isinstance(dtype, (LongType, IntegerType, ShortType, ByteType)):
-        return TimeColumn(name, "integer", check_unit(unit or "ms", f"{parameter}_unit"))
-    raise SchemaError(
-        name,
-        f"{parameter}= column {name!r} has type "
-        f"{dtype.simpleString()}; use a timestamp, timestamp_ntz or integer epoch column",
-    )
+    return TimeColumn(name, kind, check_unit(unit or "ms", f"{parameter}_unit"))
+
+
+def as_arrow(dtype: DataType) -> pa.DataType:
+    """The Arrow type Spark sends a column of type ``dtype`` to Python in, which
+    :mod:`floodmark.column_kinds` judges (``null`` for a type PySpark has no Arrow form
+    for: every rule refuses it)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        return to_arrow_type(dtype, timezone="UTC")
+    except Exception:  # PySpark raises several kinds for a type it cannot send
+        return pa.null()
 
 
 #: Spark's default string collation: values compared byte for byte.
@@ -196,15 +196,10 @@ def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
     ...) is refused: Spark's grouping and joins would follow it ('a' and 'A' one key)
     while the Rust engine compares bytes, so the two window paths and the timeline
     would tell the values apart differently."""
-    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType
+    from pyspark.sql.types import StringType
 
     dtype = field_type(df, name, parameter)
-    if not isinstance(dtype, (LongType, IntegerType, ShortType, ByteType, StringType)):
-        raise SchemaError(
-            name,
-            f"{parameter}= column {name!r} has type {dtype.simpleString()}; "
-            "use an integer or string column",
-        )
+    key_type(as_arrow(dtype), name, parameter, dtype.simpleString())
     collation = getattr(dtype, "collation", BINARY_COLLATION)
     if isinstance(dtype, StringType) and collation != BINARY_COLLATION:
         raise SchemaError(
@@ -217,16 +212,8 @@ def key_column(df: DataFrame, name: str, parameter: str) -> DataType:
 
 
 def value_column(df: DataFrame, name: str, parameter: str) -> Literal["bigint", "double"]:
-    """Check a numeric value column; returns the type it is sent to the engine as."""
-    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType
-
+    """Check an aggregated value column; returns the type it is sent to the engine as
+    (:func:`floodmark.column_kinds.value_type`)."""
     dtype = field_type(df, name, parameter)
-    if isinstance(dtype, IntegralType):
-        return "bigint"
-    if isinstance(dtype, (DoubleType, FloatType, DecimalType)):
-        return "double"
-    raise SchemaError(
-        name,
-        f"{parameter}= column {name!r} has type "
-        f"{dtype.simpleString()}; aggregates need a numeric column",
-    )
+    sent = value_type(as_arrow(dtype), name, parameter, dtype.simpleString())
+    return "bigint" if sent == pa.int64() else "double"

@@ -52,6 +52,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from floodmark.arrays import as_table, field_index
+from floodmark.column_kinds import key_type, time_kind
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.time import as_int, check_unit, to_ticks
 
@@ -304,17 +305,8 @@ def _prepare_replay(
         ],
         schema=target,
     )
-    a_type, c_type = table.schema.field(arrival).type, table.schema.field(channel).type
-    if pa.types.is_integer(a_type):
-        kind = "integer"
-    elif pa.types.is_timestamp(a_type):
-        kind = "timestamp" if a_type.tz is not None else "timestamp_ntz"
-    else:
-        raise SchemaError(arrival, f"arrival= column {arrival!r} has type {a_type}")
-    if not (pa.types.is_integer(c_type) or pa.types.is_string(c_type)):
-        raise SchemaError(
-            channel, f"channel= column {channel!r} has type {c_type}; use integer or string"
-        )
+    kind = time_kind(table.schema.field(arrival).type, arrival, "arrival")
+    key_type(table.schema.field(channel).type, channel, "channel")
     nulls = table.column(arrival).null_count
     if nulls:
         bad = InvalidInputError(

@@ -3,13 +3,17 @@ and the default arrival (row order) all give the engine's answer."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.datagen import StreamSpec, generate
+from floodmark.exceptions import SchemaError
 from floodmark.replay import replay
 from floodmark.spark import assign_watermarks, window_aggregate
 
@@ -210,3 +214,70 @@ def test_interval_below_one_tick_is_a_clear_error(spark: Any) -> None:
         assign_watermarks(
             df, STRATEGY, event_time="ts", channel="p", arrival="arr", arrival_unit="s"
         )
+
+
+#: Spark column types, one value of each: what floodmark takes as a key, an aggregated
+#: value and an event time is one rule (``floodmark.column_kinds``) for both layers.
+COLUMN_TYPES = {
+    "tinyint": 1,
+    "smallint": 1,
+    "int": 1,
+    "bigint": 1,
+    "float": 1.5,
+    "double": 1.5,
+    "decimal(10,2)": Decimal("1.25"),
+    "string": "a",
+    "boolean": True,
+    "binary": b"a",
+    "date": date(2026, 1, 1),
+    "timestamp": datetime(2026, 1, 1, tzinfo=timezone.utc),
+    "timestamp_ntz": datetime(2026, 1, 1),
+    "array<bigint>": [1],
+    "interval day to second": timedelta(seconds=1),
+}
+
+
+def _outcome(check: Callable[[], object]) -> str:
+    """``ok``, or what a refusal says after the column's type (the type's name is the
+    layer's own: Spark's or Arrow's)."""
+    try:
+        check()
+    except SchemaError as err:
+        return str(err).split("; ", 1)[1]
+    return "ok"
+
+
+def test_a_columns_type_is_judged_alike_in_process_and_on_spark(spark: Any) -> None:
+    from floodmark.spark.columns import key_column, time_column, value_column
+
+    names = {t: f"c{i}" for i, t in enumerate(COLUMN_TYPES)}
+    schema = ", ".join(f"{names[t]} {t}" for t in COLUMN_TYPES) + ", ch int, arr bigint, ts bigint"
+    df = spark.createDataFrame([(*COLUMN_TYPES.values(), 0, 0, 0)], schema)
+    table = df.toArrow()  # in the Arrow types Spark's batches cross to Python in
+    window = TumblingEventTimeWindows.of(timedelta(seconds=1))
+
+    def in_process(c: str, role: str) -> None:
+        as_role = {"key": {"key": c}, "value": {"aggs": [("sum", c)]}, "event_time": {}}[role]
+        kw = {"event_time": c if role == "event_time" else "ts", "key": "ch", **as_role}
+        replay(table, STRATEGY, channel="ch", arrival="arr", window=window, **kw)
+
+    def on_spark(c: str, role: str) -> None:
+        if role == "key":
+            key_column(df, c, "key")
+        elif role == "value":
+            value_column(df, c, "aggs")
+        else:
+            time_column(df, c, None, "event_time")
+
+    seen = set()
+    for spark_type, c in names.items():
+        for role in ("key", "value", "event_time"):
+            got = (_outcome(partial(on_spark, c, role)), _outcome(partial(in_process, c, role)))
+            assert got[0] == got[1], (spark_type, role, got)
+            seen.add(got[0])
+    assert seen == {
+        "ok",
+        "use an integer or string column",
+        "aggregates need an integer, float or decimal column",
+        "use a timestamp or integer epoch column",
+    }
