@@ -47,6 +47,28 @@ def time_column(arr: pa.Array, column: str, unit: str, parameter: str) -> pa.Arr
     return time_ticks(arr, column, unit)
 
 
+def combined(table: pa.Table) -> pa.Table:
+    """``table.combine_chunks()``: one chunk per column, unless a column does not fit
+    one (strings or bytes over 2 GiB, past Arrow's 32-bit offsets)."""
+    return table.combine_chunks()
+
+
+def one_batch(table: pa.Table, parameter: str, advice: str) -> pa.RecordBatch | None:
+    """``table`` as one record batch (None if it has no chunks), as every native call
+    that takes one whole needs it.
+
+    Raises:
+        InvalidInputError: a column does not fit one (over 2 GiB), naming
+            ``parameter`` and saying what to do (``advice``).
+    """
+    batches = combined(table).to_batches()
+    if len(batches) > 1:
+        raise InvalidInputError(
+            parameter, f"does not fit one record batch (a column over 2 GiB); {advice}"
+        )
+    return batches[0] if batches else None
+
+
 def _arrow(values: Any) -> pa.Array:
     """A pyarrow array/chunked array, numpy array, pandas Series or list as one Arrow
     array, its type inferred (so that a float is seen as one, never truncated)."""

@@ -13,8 +13,8 @@ from typing import Any, Literal, NamedTuple
 import pyarrow as pa
 
 from floodmark import _core
-from floodmark.arrays import field_index, to_int64_array, to_string_array
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark.arrays import field_index, one_batch, to_int64_array, to_string_array
+from floodmark.exceptions import InvalidParameterError
 from floodmark.generator import Emission, _emissions
 from floodmark.time import I64_MAX, as_int, check_int64
 from floodmark.vocabulary import snapshot_bytes
@@ -32,6 +32,20 @@ def check_num_channels(num_channels: object) -> int:
     return n
 
 
+#: An empty table of emissions (a Table without chunks has no record batch).
+_NO_EMISSIONS = pa.RecordBatch.from_pylist(
+    [],
+    schema=pa.schema(
+        [
+            ("channel", pa.int64()),
+            ("time", pa.int64()),
+            ("kind", pa.string()),
+            ("watermark", pa.int64()),
+        ]
+    ),
+)
+
+
 def emission_batch(emissions: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
     """Channels' output streams (``channel``, ``time``, ``kind``, ``watermark``) as the
     engine's one record batch of them.
@@ -42,28 +56,9 @@ def emission_batch(emissions: pa.RecordBatch | pa.Table) -> pa.RecordBatch:
             record batch (a column over 2 GiB).
     """
     if isinstance(emissions, pa.Table):
-        batches = emissions.combine_chunks().to_batches()
-        if len(batches) > 1:  # a column over 2 GiB: its rows cannot be one batch
-            raise InvalidInputError(
-                "emissions",
-                "the table does not fit one record batch (a column over 2 GiB); "
-                "pass it in parts to TimelineBuilder.push_emissions",
-            )
-        emissions = (
-            batches[0]
-            if batches
-            else pa.RecordBatch.from_pylist(
-                [],
-                schema=pa.schema(
-                    [
-                        ("channel", pa.int64()),
-                        ("time", pa.int64()),
-                        ("kind", pa.string()),
-                        ("watermark", pa.int64()),
-                    ]
-                ),
-            )
-        )
+        advice = "pass it in parts to TimelineBuilder.push_emissions"
+        whole = one_batch(emissions, "emissions", advice)
+        emissions = whole if whole is not None else _NO_EMISSIONS
     if not isinstance(emissions, pa.RecordBatch):
         raise InvalidParameterError(
             "emissions",

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.arrays import as_table, field_index, time_column
+from floodmark.arrays import as_table, combined, field_index, one_batch, time_column
 from floodmark.column_kinds import key_type, value_type
 from floodmark.exceptions import (
     InvalidInputError,
@@ -229,18 +229,12 @@ def _parse_aggs(aggs: Sequence[Agg]) -> tuple[list[str], list[tuple[str, int | N
     return value_names, specs, [agg_name(a) for a in parsed]
 
 
-def _combined(table: pa.Table) -> pa.Table:
-    """``table.combine_chunks()``: one chunk per column, unless a column does not fit
-    one (a string column over 2 GiB)."""
-    return table.combine_chunks()
-
-
 def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     """The input as record batches, in order: one, unless a Table needs several even
     with its chunks combined (a string column over 2 GiB)."""
     if isinstance(batch, pa.RecordBatch):
         return [batch]
-    table = _combined(as_table(batch, "batch"))
+    table = combined(as_table(batch, "batch"))
     return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
 
 
@@ -275,19 +269,10 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    """The batches (of one schema) as one record batch.
-
-    Raises:
-        InvalidInputError: they do not fit one (over 2 GiB of strings in a column).
-    """
-    combined = pa.Table.from_batches(batches).combine_chunks().to_batches()
-    if len(combined) > 1:
-        raise InvalidInputError(
-            "batch",
-            "the outputs of this call do not fit one record batch (a column over 2 GiB); "
-            "the state is unchanged: pass the table in smaller parts",
-        )
-    return combined[0] if combined else batches[0].slice(0, 0)
+    """The batches (of one schema) as one record batch (:func:`one_batch`)."""
+    advice = "the state is unchanged: pass the input in smaller parts"
+    whole = one_batch(pa.Table.from_batches(batches), "the outputs of this call", advice)
+    return whole if whole is not None else batches[0].slice(0, 0)
 
 
 def _ints(values: Any, column: str, *, nullable: bool = False) -> list[Any]:

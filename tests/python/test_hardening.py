@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import floodmark.arrays
 import floodmark.windows
 from floodmark import Multiplexer, Valve, WatermarkStrategy, combine, drive
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SnapshotError
@@ -334,7 +335,7 @@ def test_every_corrupted_byte_and_truncation_is_refused(
 def test_a_table_of_several_batches_is_processed_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     # A string column over 2 GiB stays several chunks after combine_chunks(); that is
     # simulated by leaving the chunks as they are (every row used to be skipped).
-    monkeypatch.setattr(floodmark.windows, "_combined", lambda table: table)
+    monkeypatch.setattr(floodmark.windows, "combined", lambda table: table)
     rows = {
         "k": [1, 1, 2, 1, 2, 1, 1],
         "ts": [1, 4, 12, 3, 25, 2, 40],
@@ -372,6 +373,32 @@ def test_a_table_of_several_batches_is_processed_whole(monkeypatch: pytest.Monke
     op = operator()
     assert column_of(lambda: op.process(table, {"position": [8], "watermark": [1]})) == "position"
     assert op.position == 0
+
+
+def test_what_cannot_be_one_record_batch_is_refused_and_nothing_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A column over 2 GiB (several chunks even combined, simulated as above; building
+    # one costs ~5 s of copying) where a native call needs one batch: the valve's
+    # emissions, a window call's outputs (floodmark.arrays.one_batch, the one check).
+    emissions = pa.table(
+        {"channel": [0, 1], "time": [1, 2], "kind": ["watermark"] * 2, "watermark": [5, 6]}
+    )
+    split = pa.Table.from_batches(emissions.to_batches(max_chunksize=1))
+    whole = combine(split, num_channels=2)
+    monkeypatch.setattr(floodmark.arrays, "combined", lambda table: table)
+    assert combine(emissions, num_channels=2).equals(whole)  # one chunk: as before
+    with pytest.raises(InvalidInputError, match=r"`emissions`: does not fit one record batch"):
+        combine(split, num_channels=2)
+    monkeypatch.setattr(floodmark.windows, "combined", lambda table: table)
+    rows = pa.table({"k": [1, 2, 1], "ts": [1, 12, 30], "v": [1, 2, 3]})
+    parts = pa.Table.from_batches(rows.to_batches(max_chunksize=1))
+    op = operator()
+    with pytest.raises(InvalidInputError, match=r"outputs of this call.*state is unchanged"):
+        op.process(parts, {"position": [1, 2, 3], "watermark": [0, 20, 40]})
+    assert op.position == 0
+    out = op.process(rows, {"position": [1, 2, 3], "watermark": [0, 20, 40]})
+    assert out.results["count"].to_pylist() == [1, 1, 1]  # as if nothing had been refused
 
 
 # --- Arrow times: one rule (floodmark.arrays.time_ticks) -------------------------------
