@@ -405,6 +405,37 @@ def test_a_user_generators_own_exception_reaches_the_caller_as_in_process(
     assert "RefusesUnpicklably.on_periodic_emit in a Spark task" in err.value.__notes__[0]
 
 
+class Noteless(ArithmeticError):
+    """An exception without notes, as every exception is on Python 3.10."""
+
+    add_note = None
+
+
+def test_without_notes_the_executors_traceback_comes_as_the_cause() -> None:
+    """On Python 3.10 (no ``add_note``) a user generator's exception raised back on the
+    driver carries the note as its cause instead (the machine has 3.11 only: an
+    exception class without ``add_note`` stands in)."""
+    from floodmark import _core
+    from floodmark.exceptions import FloodmarkError
+    from floodmark.spark.packed import unpack_local
+    from floodmark.spark.timeline import pack_error, raise_packed
+
+    try:
+        raise Noteless("no watermark here")
+    except Noteless as err:
+        setattr(err, _core.RAISED_BY, "test_generators.Refuses.on_event")
+        packed = pa.Table.from_batches(list(pack_error(err)))
+    ((kind, batch),) = list(unpack_local(packed))
+    assert kind == "error"
+    with pytest.raises(Noteless, match="no watermark here") as raised:
+        raise_packed(None, batch)  # type: ignore[arg-type]  # a plan only names columns
+    assert not hasattr(raised.value, "__notes__")
+    cause = raised.value.__cause__
+    assert isinstance(cause, FloodmarkError)
+    assert "test_generators.Refuses.on_event in a Spark task" in str(cause)
+    assert 'raise Noteless("no watermark here")' in str(cause)  # the traceback there
+
+
 def test_a_channels_records_tied_in_arrival_and_event_time_reach_it_in_marker_order(
     spark: Any,
 ) -> None:
