@@ -132,23 +132,6 @@ def field_index(schema: pa.Schema, name: str) -> int:
     return int(found[0])
 
 
-def check_scalar(field: pa.Field, parameter: str) -> None:
-    """A channel or key column holds scalar values (numbers, strings, times), not
-    lists, structs, maps or unions, which have no order to sort channels by.
-
-    Raises:
-        SchemaError: naming the column and ``parameter``.
-    """
-    t = field.type
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_nested(t):
-        raise SchemaError(
-            field.name,
-            f"{parameter}= column {field.name!r} has type {t}; use an integer or string column",
-        )
-
-
 def as_table(value: Any, parameter: str) -> pa.Table:
     """A pyarrow ``Table``, ``RecordBatch`` or pandas ``DataFrame`` as a ``Table``.
 
@@ -194,7 +177,6 @@ def to_string_array(values: Any, column: str) -> pa.Array:
 
 __all__ = [
     "as_table",
-    "check_scalar",
     "field_index",
     "time_column",
     "time_ticks",

@@ -27,7 +27,6 @@ import pyarrow.compute as pc
 
 from floodmark.arrays import (
     as_table,
-    check_scalar,
     field_index,
     time_column,
     time_ticks,
@@ -314,21 +313,20 @@ def replay(
     for name in named:
         if name is not None:
             field_index(table.schema, name)
-    check_scalar(table.schema.field(channel), "channel")
     kinds = [(time_kind, ev, "event_time"), (time_kind, arrival, "arrival")]
+    kinds += [(key_type, channel, "channel")]
     if window is not None:
         kinds += [(key_type, k, "key") for k in keys] + [(value_type, v, "aggs") for v in values]
     for rule, name, parameter in kinds:  # before the records are sorted by them
         rule(table.schema.field(name).type, name, parameter)
-    if window is None:  # the records and the dropped rows gain these
-        for added in (*WATERMARK_COLUMNS, "reason"):
-            if added in table.schema.names:
-                raise SchemaError(
-                    added,
-                    f"the table already has a column {added!r}, and replay adds "
-                    f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
-                    "dropped rows; rename it first",
-                )
+    for added in (*WATERMARK_COLUMNS, "reason"):  # the records and dropped rows gain these
+        if added in table.schema.names:
+            raise SchemaError(
+                added,
+                f"the table already has a column {added!r}, and replay adds "
+                f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
+                "dropped rows; rename it first",
+            )
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(parsed) if window is not None else []

@@ -682,15 +682,21 @@ def test_a_column_named_twice_or_added_by_replay_is_a_schema_error() -> None:
         WindowOperator(TUMBLING, key="k", event_time="ts").process(dup.to_batches()[0])
     for added in ("channel_watermark", "watermark", "is_late", "reason"):
         table = _events(**{added: pa.array([0, 0, 0, 0])})
-        with pytest.raises(SchemaError, match=f"`{added}`"):
-            replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")
+        for window in ({}, {"window": TUMBLING, "key": "k"}):  # the records gain them too
+            with pytest.raises(SchemaError, match=f"`{added}`"):
+                replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts", **window)
 
 
 @pytest.mark.parametrize(
     "channels",
-    [pa.array([[0], [1], [0], [1]]), pa.array([{"p": 0}, {"p": 1}, {"p": 0}, {"p": 1}])],
+    [
+        pa.array([[0], [1], [0], [1]]),
+        pa.array([{"p": 0}, {"p": 1}, {"p": 0}, {"p": 1}]),
+        pa.array([0.0, 1.0, 0.0, float("nan")]),  # as on Spark (floodmark.column_kinds)
+        pa.array([True, False, True, False]),
+    ],
 )
-def test_replay_refuses_nested_channels_naming_the_column(channels: pa.Array) -> None:
+def test_replay_refuses_channels_that_are_not_integers_or_strings(channels: pa.Array) -> None:
     from floodmark.exceptions import SchemaError
 
     table = _events().set_column(2, "ch", channels)

@@ -216,8 +216,9 @@ def test_interval_below_one_tick_is_a_clear_error(spark: Any) -> None:
         )
 
 
-#: Spark column types, one value of each: what floodmark takes as a key, an aggregated
-#: value and an event time is one rule (``floodmark.column_kinds``) for both layers.
+#: Spark column types, one value of each: what floodmark takes as a key or channel, an
+#: aggregated value and an event time is one rule (``floodmark.column_kinds``) for both
+#: layers.
 COLUMN_TYPES = {
     "tinyint": 1,
     "smallint": 1,
@@ -257,13 +258,14 @@ def test_a_columns_type_is_judged_alike_in_process_and_on_spark(spark: Any) -> N
     window = TumblingEventTimeWindows.of(timedelta(seconds=1))
 
     def in_process(c: str, role: str) -> None:
-        as_role = {"key": {"key": c}, "value": {"aggs": [("sum", c)]}, "event_time": {}}[role]
-        kw = {"event_time": c if role == "event_time" else "ts", "key": "ch", **as_role}
-        replay(table, STRATEGY, channel="ch", arrival="arr", window=window, **kw)
+        given = {"key": {"key": c}, "channel": {"channel": c}, "event_time": {"event_time": c}}
+        kw = {"channel": "ch", "event_time": "ts", "key": "ch", **given.get(role, {})}
+        aggs = [("sum", c)] if role == "value" else ["count"]
+        replay(table, STRATEGY, arrival="arr", window=window, aggs=aggs, **kw)
 
     def on_spark(c: str, role: str) -> None:
-        if role == "key":
-            key_column(df, c, "key")
+        if role in ("key", "channel"):
+            key_column(df, c, role)
         elif role == "value":
             value_column(df, c, "aggs")
         else:
@@ -271,7 +273,7 @@ def test_a_columns_type_is_judged_alike_in_process_and_on_spark(spark: Any) -> N
 
     seen = set()
     for spark_type, c in names.items():
-        for role in ("key", "value", "event_time"):
+        for role in ("key", "channel", "value", "event_time"):
             got = (_outcome(partial(on_spark, c, role)), _outcome(partial(in_process, c, role)))
             assert got[0] == got[1], (spark_type, role, got)
             seen.add(got[0])
