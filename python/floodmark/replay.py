@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ from floodmark.arrays import (
 )
 from floodmark.column_kinds import key_type, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
-from floodmark.strategy import WatermarkStrategy, event_time_column
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
 from floodmark.time import I64_MIN, Duration, check_unit, to_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
@@ -246,7 +245,7 @@ def replay(
     channel: str,
     arrival: str,
     event_time: str | None = None,
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     event_time_unit: str = "ms",
     arrival_unit: str = "ms",
     window: Any = None,

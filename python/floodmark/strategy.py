@@ -49,6 +49,11 @@ def _check_column(value: object, parameter: str) -> str:
     return value
 
 
+#: How often periodic generators emit, by default: Flink's
+#: ``pipeline.auto-watermark-interval`` (200 ms). Every entry point's ``emit_interval``.
+DEFAULT_EMIT_INTERVAL = timedelta(milliseconds=200)
+
+
 @dataclass(frozen=True)
 class _Spec:
     kind: Kind

@@ -17,7 +17,6 @@ of it. The exact timing model is in ``rust/watermark/builder.rs`` and
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,7 +26,7 @@ import pyarrow.compute as pc
 from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
-from floodmark.strategy import WatermarkStrategy, check_strategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
 from floodmark.time import Duration, as_int, check_int64, to_ticks
 from floodmark.valve import check_num_channels
 from floodmark.vocabulary import flag, snapshot_bytes
@@ -254,7 +253,7 @@ class TimelineBuilder:
         strategy: WatermarkStrategy,
         num_channels: int,
         *,
-        emit_interval: Duration = timedelta(milliseconds=200),
+        emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
         unit: str = "ms",
         keep_emissions: bool = False,
         subtasks: Sequence[int] | None = None,

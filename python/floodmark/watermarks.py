@@ -17,7 +17,6 @@ watermarks are dropped, ``active`` precedes the first watermark after ``idle``,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -26,7 +25,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.generator import WatermarkGenerator
-from floodmark.strategy import WatermarkStrategy, check_strategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
 from floodmark.time import I64_MAX, Duration, check_int64, to_ticks
 
 
@@ -55,7 +54,7 @@ def drive(
     event_time: Any,
     arrival: Any,
     *,
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     start: int | None = None,
     until: int | None = None,
     unit: str = "ms",

@@ -30,6 +30,7 @@ from floodmark.cli.errors import SparkFailure, UsageError, fail
 from floodmark.cli.inputs import InputFile, check_columns, check_input, read_input, typed_if_empty
 from floodmark.cli.outputs import OutputFolder, active_spark_context
 from floodmark.progress import QUIET_SPARK_CONF, SPARK_LOG, Progress
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL
 from floodmark.time import format_duration, whole_ticks
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class PipelineSpec:
     arrival: str | None = None
     bound: timedelta = timedelta(seconds=5)
     idle: timedelta | None = None
-    emit_interval: timedelta = timedelta(milliseconds=200)
+    emit_interval: timedelta = DEFAULT_EMIT_INTERVAL
     allowed_lateness: timedelta = timedelta(0)
     event_time_unit: str | None = None
     arrival_unit: str | None = None

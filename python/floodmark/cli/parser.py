@@ -28,6 +28,8 @@ from floodmark.cli.args import (
     positive_int,
 )
 from floodmark.cli.errors import UsageError
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL
+from floodmark.time import format_duration
 from floodmark.vocabulary import AGG_FUNCTIONS
 
 _EXAMPLES = """\
@@ -181,8 +183,8 @@ def _emission_and_window(
     p.add_argument(
         "--emit-interval",
         type=parse_positive_duration,
-        default=timedelta(milliseconds=200),
-        help="watermark emission interval (default: 200ms)",
+        default=DEFAULT_EMIT_INTERVAL,
+        help=f"watermark emission interval (default: {format_duration(DEFAULT_EMIT_INTERVAL)})",
     )
     forms = "tumbling:SIZE, sliding:SIZE,SLIDE" + (" or session:GAP" if session else "")
     p.add_argument(

@@ -40,7 +40,7 @@ from floodmark.spark.late import element_late
 from floodmark.spark.lookup import with_in_force
 from floodmark.spark.plan import make_plan, valid_rows
 from floodmark.spark.timeline import compute_timelines
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
 from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS, column_names
@@ -92,7 +92,7 @@ def analyze_bounds(
     arrival: str | None = None,
     key: str | Sequence[str] = (),
     idle_timeouts: Sequence[Duration | None] = (None,),
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     source_parallelism: int | None = None,

@@ -12,7 +12,6 @@ combined one by arrival.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from floodmark.exceptions import SchemaError
@@ -23,7 +22,7 @@ from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import bucket_slots, join_bucket_frame, join_buckets, with_in_force
 from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration
 from floodmark.vocabulary import WATERMARK_COLUMNS, first_repeat, named_twice
 
@@ -124,7 +123,7 @@ def assign_watermarks(
     channel: str,
     arrival: str | None = None,
     event_time: str | None = None,
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     source_parallelism: int | None = None,
@@ -210,7 +209,7 @@ def watermark_timeline(
     channel: str,
     arrival: str | None = None,
     event_time: str | None = None,
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     source_parallelism: int | None = None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,7 +34,7 @@ from floodmark.spark.streaming.handler import (
 )
 from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.timeline import ticks_frame
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration
 
 if TYPE_CHECKING:
@@ -229,7 +228,7 @@ class StreamingWatermarks(BatchHandler):
         state_location: str,
         outputs: Any,
         event_time: str | None = None,
-        emit_interval: Duration = timedelta(milliseconds=200),
+        emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
         event_time_unit: str | None = None,
         arrival_unit: str | None = None,
         allowance: Duration = DEFAULT_ALLOWANCE,

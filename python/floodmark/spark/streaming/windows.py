@@ -75,7 +75,7 @@ from floodmark.spark.windows.side_outputs import (
     matched,
     side_frame,
 )
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, Duration
 from floodmark.vocabulary import column_names, flag, parse_aggs
 
@@ -243,7 +243,7 @@ class StreamingWindows(BatchHandler):
         aggs: Sequence[str | tuple[str, str]] = ("count",),
         allowed_lateness: Duration = timedelta(0),
         event_time: str | None = None,
-        emit_interval: Duration = timedelta(milliseconds=200),
+        emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
         event_time_unit: str | None = None,
         arrival_unit: str | None = None,
         allowance: Duration = DEFAULT_ALLOWANCE,

@@ -40,7 +40,7 @@ from floodmark.spark.windows.side_outputs import (
     matched,
     side_frame,
 )
-from floodmark.strategy import WatermarkStrategy
+from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 from floodmark.vocabulary import (
     agg_name,
@@ -108,7 +108,7 @@ def window_aggregate(
     aggs: Sequence[str | tuple[str, str]] = ("count",),
     allowed_lateness: Duration = timedelta(0),
     event_time: str | None = None,
-    emit_interval: Duration = timedelta(milliseconds=200),
+    emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
     event_time_unit: str | None = None,
     arrival_unit: str | None = None,
     num_partitions: int | None = None,
