@@ -84,4 +84,25 @@ def time_kind(t: pa.DataType, name: str, parameter: str, shown: str | None = Non
     raise _refuse(name, parameter, t, shown, "use a timestamp or integer epoch column")
 
 
-__all__ = ["TimeKind", "key_type", "time_kind", "value_type"]
+def marker_kind(
+    t: pa.DataType, name: str, event: tuple[TimeKind, str], shown: str | None = None
+) -> TimeKind:
+    """The kind of the punctuated strategy's marker column of Arrow type ``t``: it holds
+    watermarks of the event time, so it is read in the unit of the event time
+    (``event``: its kind and unit) and must be of its kind (integer or timestamp).
+
+    Raises:
+        SchemaError: not a time column, or not of the event time's kind.
+    """
+    kind = time_kind(t, name, "marker_column", shown)
+    if (kind == "integer") != (event[0] == "integer"):
+        raise SchemaError(
+            name,
+            f"the punctuated strategy's marker column {name!r} holds watermarks of the "
+            f"event time: it needs the event-time column's type and unit ({event[0]}, "
+            f"{event[1]})",
+        )
+    return kind
+
+
+__all__ = ["TimeKind", "key_type", "marker_kind", "time_kind", "value_type"]

@@ -31,7 +31,7 @@ from floodmark.arrays import (
     time_ticks,
     to_int64_array,
 )
-from floodmark.column_kinds import key_type, time_kind, value_type
+from floodmark.column_kinds import key_type, marker_kind, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
 from floodmark.time import I64_MIN, Duration, check_unit, to_ticks
@@ -318,6 +318,9 @@ def replay(
         kinds += [(key_type, k, "key") for k in keys] + [(value_type, v, "aggs") for v in values]
     for rule, name, parameter in kinds:  # before the records are sorted by them
         rule(table.schema.field(name).type, name, parameter)
+    if resolved.marker_column is not None:
+        event = (time_kind(table.schema.field(ev).type, ev, "event_time"), event_time_unit)
+        marker_kind(table.schema.field(resolved.marker_column).type, resolved.marker_column, event)
     for added in (*WATERMARK_COLUMNS, "reason"):  # the records and dropped rows gain these
         if added in table.schema.names:
             raise SchemaError(

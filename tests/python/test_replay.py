@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
+from floodmark.exceptions import SchemaError
 from floodmark.replay import replay
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -206,17 +207,24 @@ def test_a_missing_column_is_named_and_pandas_and_numpy_inputs_are_read() -> Non
 
 
 def test_a_timestamp_marker_is_read_in_the_event_time_unit() -> None:
-    """A punctuated strategy's marker column of timestamps holds event times: read in
-    ``event_time_unit`` as the Spark layer reads it (it was refused)."""
+    """A punctuated strategy's marker column holds event times: with timestamp event
+    times, timestamps read in ``event_time_unit``; with integer event times, integers.
+    A marker of the other kind is refused naming it, as the Spark layer refuses it (one
+    rule: ``floodmark.column_kinds.marker_kind``)."""
     ints = pa.table(
         {"ev": [5, 15, 25], "arr": [0, 200, 400], "chan": [0, 0, 0], "wm": [None, 10, 20]}
     )
-    stamps = ints.set_column(3, "wm", pa.array([None, 10_000, 20_000], pa.timestamp("us")))
+    us = pa.timestamp("us")
+    stamps = ints.set_column(3, "wm", pa.array([None, 10_000, 20_000], us))
+    stamps = stamps.set_column(0, "ev", pa.array([5_000, 15_000, 25_000], us))
     kw: dict[str, Any] = {"channel": "chan", "arrival": "arr", "event_time": "ev"}
     strategy = WatermarkStrategy.for_punctuated("wm")
     want = replay(ints, strategy, **kw)
     got = replay(stamps, strategy, **kw)
     assert got.timeline == want.timeline and got.timeline.num_rows > 0
+    mixed = ints.set_column(3, "wm", stamps["wm"])
+    with pytest.raises(SchemaError, match=r"`wm`.*needs the event-time column's type"):
+        replay(mixed, strategy, **kw)
 
 
 def test_a_categorical_channel_or_key_replays_as_its_values() -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from floodmark.column_kinds import TimeKind, key_type, time_kind, value_type
+from floodmark.column_kinds import TimeKind, key_type, marker_kind, time_kind, value_type
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.time import check_unit
 
@@ -171,6 +171,15 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
             )
         return TimeColumn(name, kind, tick)
     return TimeColumn(name, kind, check_unit(unit or "ms", f"{parameter}_unit"))
+
+
+def marker_column(df: DataFrame, name: str, event_time: TimeColumn) -> TimeColumn:
+    """Resolve the punctuated strategy's marker column: watermarks of ``event_time``, of
+    its kind and read in its unit (:func:`floodmark.column_kinds.marker_kind`)."""
+    dtype = field_type(df, name, "marker_column")
+    event = (event_time.kind, event_time.unit)
+    kind = marker_kind(as_arrow(dtype), name, event, dtype.simpleString())
+    return TimeColumn(name, kind, event_time.unit)
 
 
 def as_arrow(dtype: DataType) -> pa.DataType:

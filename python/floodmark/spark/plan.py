@@ -16,6 +16,7 @@ from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.spark.columns import (
     TimeColumn,
     key_column,
+    marker_column,
     name_key,
     quote,
     time_column,
@@ -180,14 +181,7 @@ def make_plan(
         resolved = strategy_in_ticks(strategy, ev.unit, arr.unit)
         marker = None
         if resolved.marker_column is not None:
-            marker = time_column(df, resolved.marker_column, event_time_unit, "marker_column")
-            if (marker.kind == "integer") != (ev.kind == "integer") or marker.unit != ev.unit:
-                raise SchemaError(
-                    marker.name,
-                    f"the punctuated strategy's marker column {marker.name!r} holds "
-                    "watermarks of the event time: it needs the event-time column's type "
-                    f"and unit ({ev.kind}, {ev.unit})",
-                )
+            marker = marker_column(df, resolved.marker_column, ev)
         check_topology_input(df, channel, resolved, source_parallelism, end_of_input)
         return df, WatermarkPlan(
             ev,
