@@ -41,11 +41,18 @@ SAFE_PARAM = 1 << 60
 RESULT_TAIL: tuple[str, ...] = ("watermark", "timing", "trigger_position", "trigger_time")
 #: The result columns between the keys and the aggregates.
 RESULT_WINDOW: tuple[str, ...] = ("window_start", "window_end")
+#: The Spark functions' result columns after the aggregates: the engine's trigger
+#: position and time become when the window fired (``fired_at``, in the arrival
+#: column's type; the engine's names stay reserved, used on the way).
+SPARK_RESULT_TAIL: tuple[str, ...] = ("watermark", "timing", "fired_at")
 
 
-def result_columns(keys: Sequence[str], agg_names: Sequence[str]) -> list[str]:
-    """The window operator's result columns, in order."""
-    return [*keys, *RESULT_WINDOW, *agg_names, *RESULT_TAIL]
+def result_columns(
+    keys: Sequence[str], agg_names: Sequence[str], tail: Sequence[str] = RESULT_TAIL
+) -> list[str]:
+    """The window operator's result columns, in order (``tail``: on Spark,
+    :data:`SPARK_RESULT_TAIL`)."""
+    return [*keys, *RESULT_WINDOW, *agg_names, *tail]
 
 
 def first_repeat(names: Iterable[str], key: Callable[[str], str] = str) -> tuple[str, str] | None:
@@ -71,24 +78,28 @@ def check_result_names(
     agg_names: Sequence[str],
     *,
     key: Callable[[str], str] = str,
-    extra: Sequence[str] = (),
+    tail: Sequence[str] = RESULT_TAIL,
 ) -> None:
-    """The results' columns (with ``extra`` ones a layer adds) have distinct names.
+    """The results' columns have distinct names: the keys, the window, the aggregates
+    and ``tail``, the layer's columns after them (:data:`RESULT_TAIL` in-process,
+    :data:`SPARK_RESULT_TAIL` on Spark, where the engine's stay reserved).
 
     Raises:
         InvalidParameterError: naming ``aggs`` or ``key``, whichever the repeat is.
     """
-    repeat = first_repeat([*result_columns(keys, agg_names), *extra], key)
+    reserved = [n for n in RESULT_TAIL if n not in tail]
+    repeat = first_repeat([*result_columns(keys, agg_names, tail), *reserved], key)
     if repeat is None:
         return
     first, name = repeat
     same = named_twice(first, name)
-    added = ", ".join([*RESULT_WINDOW, *RESULT_TAIL, *extra])
+    added = ", ".join([*RESULT_WINDOW, *tail])
+    on_the_way = f"; {', '.join(reserved)} on the way" if reserved else ""
     raise InvalidParameterError(
         "aggs" if name in agg_names else "key",
         f"the results would have two columns named {same}: a key column named like a "
-        f"column the window operator adds ({added}, the aggregates' names) must be "
-        "renamed first, and an aggregate or key given only once",
+        f"column the window operator adds ({added}, the aggregates' names{on_the_way}) "
+        "must be renamed first, and an aggregate or key given only once",
     )
 
 
@@ -234,6 +245,7 @@ __all__ = [
     "RESULT_WINDOW",
     "SAFE",
     "SAFE_PARAM",
+    "SPARK_RESULT_TAIL",
     "Agg",
     "agg_name",
     "check_result_names",

@@ -80,7 +80,8 @@ def check_arguments(
 ) -> None:
     """The call's own arguments, before the columns are looked at."""
     if not (hasattr(df, "sparkSession") and hasattr(df, "schema")):
-        raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {type(df).__name__}")
+        kind = f"{type(df).__module__.split('.')[0]}.{type(df).__qualname__}"  # pandas.DataFrame
+        raise InvalidParameterError("df", f"expected a pyspark DataFrame, got {kind}")
     for parameter, name in (("event_time", event_time), ("channel", channel), ("arrival", arrival)):
         if name is not None or parameter == "channel":
             column_name(name, parameter)

@@ -4,6 +4,7 @@ with an error naming the parameter or column before any Spark job runs."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -127,7 +128,13 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "`arrival_unit`",
         lambda df: assign_watermarks(df, STRATEGY, event_time="ts", channel="ch", arrival_unit="s"),
     ),
-    "key named like an inner column": ("'trigger_time'", lambda df: keyed_as(df, "trigger_time")),
+    "key named like an inner column": (
+        "'trigger_time': a key column named like a column the window operator adds "
+        "(window_start, window_end, watermark, timing, fired_at, the aggregates' names; "
+        "trigger_position, trigger_time on the way)",
+        lambda df: keyed_as(df, "trigger_time"),
+    ),
+    "key named like fired_at": ("'fired_at'", lambda df: keyed_as(df, "fired_at")),
     "window under one tick": (
         "tick",
         lambda df: window_aggregate(
@@ -152,7 +159,10 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "`event_time`",
         lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "event_time": col("ts")}),
     ),
-    "a pandas frame": ("`df`", lambda df: assign_watermarks(df.toPandas(), STRATEGY, **COLUMNS)),
+    "a pandas frame": (
+        "`df`: expected a pyspark DataFrame, got pandas.DataFrame",
+        lambda df: assign_watermarks(df.toPandas(), STRATEGY, **COLUMNS),
+    ),
     "no idle timeouts": (
         "idle_timeouts",
         lambda df: analyze_bounds(
@@ -187,7 +197,7 @@ def test_bad_arguments_fail_before_any_job(small: Any, case: str) -> None:
     named, call = BAD_CALLS[case]
     pandas_input = case == "a pandas frame"  # making the pandas frame is a job itself
     before = jobs(small.sparkSession)
-    with pytest.raises(InvalidParameterError, match=named.replace("(", r"\(")):
+    with pytest.raises(InvalidParameterError, match=re.escape(named)):
         call(small)
     if not pandas_input:
         assert jobs(small.sparkSession) == before

@@ -43,6 +43,8 @@ from floodmark.spark.windows.side_outputs import (
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 from floodmark.vocabulary import (
+    RESULT_WINDOW,
+    SPARK_RESULT_TAIL,
     agg_name,
     check_result_names,
     column_names,
@@ -271,14 +273,12 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
     timing = F.when(F.col(REFIRE), F.lit(LATE)).otherwise(F.lit(ON_TIME))
+    tail = (ev.from_ticks(F.col("watermark")), timing, arr.from_ticks(F.col("trigger_time")))
     return results.select(
         *[F.col(quote(k)) for k in plan.keys],
-        ev.from_ticks(F.col("window_start")).alias("window_start"),
-        ev.from_ticks(F.col("window_end")).alias("window_end"),
+        *[ev.from_ticks(F.col(c)).alias(c) for c in RESULT_WINDOW],
         *[F.col(quote(agg_name(a))) for a in plan.aggs],
-        ev.from_ticks(F.col("watermark")).alias("watermark"),
-        timing.alias("timing"),
-        arr.from_ticks(F.col("trigger_time")).alias("fired_at"),
+        *[c.alias(n) for n, c in zip(SPARK_RESULT_TAIL, tail, strict=True)],
     )
 
 
@@ -304,7 +304,8 @@ def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[
     """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
     Spark resolves names without regard to case by default, and a write fails on a
     repeated one): before any job. Late and dropped rows carry every input column."""
-    check_result_names(plan.keys, [agg_name(a) for a in plan.aggs], key=key, extra=("fired_at",))
+    aggs = [agg_name(a) for a in plan.aggs]
+    check_result_names(plan.keys, aggs, key=key, tail=SPARK_RESULT_TAIL)
     for output, names in (
         ("late", [*columns, "watermark"]),
         ("dropped", [*columns, "reason"]),
