@@ -3,6 +3,7 @@ columns go through, each error naming the column."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -126,10 +127,12 @@ def field_index(schema: pa.Schema, name: str) -> int:
     if not found:
         raise SchemaError(name, f"missing column (the table has {schema.names})")
     if len(found) > 1:
-        raise SchemaError(
-            name, f"the table has {len(found)} columns named {name!r}; rename all but one"
-        )
+        raise _named_twice(name, len(found))
     return int(found[0])
+
+
+def _named_twice(name: str, times: int) -> SchemaError:
+    return SchemaError(name, f"the table has {times} columns named {name!r}; rename all but one")
 
 
 def as_table(value: Any, parameter: str) -> pa.Table:
@@ -143,12 +146,32 @@ def as_table(value: Any, parameter: str) -> pa.Table:
     if isinstance(value, pa.RecordBatch):
         return pa.Table.from_batches([value])
     if type(value).__module__.startswith("pandas") and type(value).__name__ == "DataFrame":
-        return pa.Table.from_pandas(value, preserve_index=False)
+        return _from_pandas(value)
     raise InvalidParameterError(
         parameter,
         f"expected a pyarrow Table or RecordBatch or a pandas DataFrame, got "
         f"{type(value).__name__}",
     )
+
+
+def _from_pandas(frame: Any) -> pa.Table:
+    """A pandas DataFrame as an Arrow table; a column pyarrow cannot convert (mixed
+    types in an ``object`` column, say) or a name given twice is refused naming it."""
+    from collections import Counter
+
+    for name, times in Counter(str(c) for c in frame.columns).items():
+        if times > 1:
+            raise _named_twice(name, times)
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        where = re.search(r"Conversion failed for column (.+) with type (\S+)", str(err.args[-1]))
+        if where is None:
+            raise
+        raise SchemaError(
+            where.group(1),
+            f"pyarrow cannot convert this {where.group(2)} column to Arrow: {err.args[0]}",
+        ) from None
 
 
 def to_string_array(values: Any, column: str) -> pa.Array:

@@ -740,3 +740,23 @@ def test_replay_reads_aggregates_given_as_a_one_shot_iterable_once() -> None:
     want = replay(table, BOUNDED, window=TUMBLING, aggs=aggs, **kw).results
     got = replay(table, BOUNDED, window=TUMBLING, aggs=(a for a in aggs), **kw).results
     assert got.equals(want) and "first_v" in got.column_names
+
+
+def test_a_pandas_frame_pyarrow_cannot_convert_is_refused_naming_the_column() -> None:
+    """Mixed types in an ``object`` column, or a name given twice, were raw pyarrow or
+    pandas errors."""
+    import pandas as pd
+
+    from floodmark.exceptions import SchemaError
+
+    base = {"ts": [1, 5], "at": [0, 1], "ch": [0, 1], "k": [1, 2]}
+    mixed = pd.DataFrame({**base, "ch": ["a", 1]})
+    twice = pd.DataFrame([[1, 0, 0, 1, 0]], columns=["ts", "at", "ch", "k", "ch"])
+    for frame, named, says in (
+        (mixed, "ch", "cannot convert this object column to Arrow"),
+        (twice, "ch", "2 columns named 'ch'"),
+    ):
+        with pytest.raises(SchemaError, match=f"`{named}`: .*{says}"):
+            replay(frame, BOUNDED, channel="ch", arrival="at", event_time="ts")
+        with pytest.raises(SchemaError, match=f"`{named}`: .*{says}"):
+            WindowOperator(TUMBLING, key="k", event_time="ts").process(frame)
