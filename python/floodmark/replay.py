@@ -39,7 +39,9 @@ from floodmark.timeline import (
     PERIODIC_KINDS,
     TimelineBuilder,
     channel_index,
+    check_partition_numbers,
     check_topology,
+    check_topology_strategy,
     strategy_in_ticks,
     subtasks_of,
 )
@@ -189,12 +191,7 @@ def watermarks(
             in_force.watermark.to_numpy(zero_copy_only=False),
             builder.take_timeline(),
         )
-    if subtasks is not None or per_channel_end:
-        raise InvalidParameterError(
-            "source_parallelism" if subtasks is not None else "end_of_input",
-            "runs with the periodic strategies "
-            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not {strategy.kind!r}",
-        )
+    # (the topology options were refused for these strategies: check_topology_strategy)
     # Generators that emit on records: each channel through the driver, then the valve.
     channel_wm = np.full(len(arrival), I64_MIN, dtype=np.int64)
     builder = TimelineBuilder.for_emissions(num_channels)
@@ -236,6 +233,39 @@ def watermarks(
     at = np.searchsorted(times, arrival, side="left") - 1
     combined = np.where(at >= 0, wms[np.maximum(at, 0)] if len(wms) else I64_MIN, I64_MIN)
     return channel_wm, combined.astype(np.int64), timeline
+
+
+def check_columns(
+    table: pa.Table,
+    times_and_channel: tuple[str, str, str],
+    keys: Sequence[str],
+    values: Sequence[str],
+    resolved: WatermarkStrategy,
+    event_time_unit: str,
+) -> None:
+    """Every column replay reads (event time, arrival, channel; with a window the keys
+    and the aggregated values; a punctuated strategy's marker) exists once and has a
+    type floodmark takes (:mod:`floodmark.column_kinds`), and none is named like one
+    replay adds: before any record is read or sorted."""
+    ev, arrival, channel = times_and_channel
+    for name in (ev, arrival, channel, resolved.marker_column, *keys, *values):
+        if name is not None:
+            field_index(table.schema, name)
+    kinds = [(time_kind, ev, "event_time"), (time_kind, arrival, "arrival")]
+    kinds += [(key_type, channel, "channel"), *((key_type, k, "key") for k in keys)]
+    for rule, name, parameter in [*kinds, *((value_type, v, "aggs") for v in values)]:
+        rule(table.schema.field(name).type, name, parameter)
+    if resolved.marker_column is not None:
+        event = (time_kind(table.schema.field(ev).type, ev, "event_time"), event_time_unit)
+        marker_kind(table.schema.field(resolved.marker_column).type, resolved.marker_column, event)
+    for added in (*WATERMARK_COLUMNS, "reason"):  # the records and dropped rows gain these
+        if added in table.schema.names:
+            raise SchemaError(
+                added,
+                f"the table already has a column {added!r}, and replay adds "
+                f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
+                "dropped rows; rename it first",
+            )
 
 
 def replay(
@@ -305,30 +335,15 @@ def replay(
     check_unit(event_time_unit, "event_time_unit")
     check_unit(arrival_unit, "arrival_unit")
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
+    check_topology_strategy(resolved.kind, source_parallelism, end_of_input)
     table = as_table(table, "table")
-    values = [a[1] for a in parsed if isinstance(a, tuple)]
-    named = [ev, arrival, channel, resolved.marker_column]
-    named += [*keys, *values] if window is not None else []
-    for name in named:
-        if name is not None:
-            field_index(table.schema, name)
-    kinds = [(time_kind, ev, "event_time"), (time_kind, arrival, "arrival")]
-    kinds += [(key_type, channel, "channel")]
-    if window is not None:
-        kinds += [(key_type, k, "key") for k in keys] + [(value_type, v, "aggs") for v in values]
-    for rule, name, parameter in kinds:  # before the records are sorted by them
-        rule(table.schema.field(name).type, name, parameter)
-    if resolved.marker_column is not None:
-        event = (time_kind(table.schema.field(ev).type, ev, "event_time"), event_time_unit)
-        marker_kind(table.schema.field(resolved.marker_column).type, resolved.marker_column, event)
-    for added in (*WATERMARK_COLUMNS, "reason"):  # the records and dropped rows gain these
-        if added in table.schema.names:
-            raise SchemaError(
-                added,
-                f"the table already has a column {added!r}, and replay adds "
-                f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
-                "dropped rows; rename it first",
-            )
+    values = [a[1] for a in parsed if isinstance(a, tuple)] if window is not None else []
+    named = (ev, arrival, channel)
+    check_columns(
+        table, named, keys if window is not None else [], values, resolved, event_time_unit
+    )
+    if source_parallelism is not None:
+        check_partition_numbers(table.schema.field(channel).type, channel)
     interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(parsed) if window is not None else []

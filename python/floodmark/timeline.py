@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.arrays import to_int64_array
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
 from floodmark.time import Duration, as_int, check_int64, to_ticks
 from floodmark.valve import check_num_channels
@@ -114,6 +114,42 @@ def check_topology(source_parallelism: object, topic: object, end_of_input: obje
     return parallelism
 
 
+def check_topology_strategy(kind: str, source_parallelism: int | None, end_of_input: str) -> None:
+    """The topology options (``source_parallelism``, ``end_of_input="per_channel"``)
+    run with the periodic strategies only: checked from the strategy's ``kind``, before
+    any data is read.
+
+    Raises:
+        InvalidParameterError: naming the option given.
+    """
+    if (source_parallelism is not None or end_of_input != "together") and (
+        kind not in PERIODIC_KINDS
+    ):
+        raise InvalidParameterError(
+            "source_parallelism" if source_parallelism is not None else "end_of_input",
+            "runs with the periodic strategies "
+            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not {kind!r}",
+        )
+
+
+def check_partition_numbers(t: pa.DataType, column: str, shown: str | None = None) -> None:
+    """With ``source_parallelism`` the channels are Kafka partition numbers: the channel
+    column (of Arrow type ``t``; ``shown``: the type's name in the caller's layer) must
+    be an integer column.
+
+    Raises:
+        SchemaError: naming ``column``.
+    """
+    if pa.types.is_dictionary(t):  # pandas' categorical: its values
+        t = t.value_type
+    if not pa.types.is_integer(t):
+        raise SchemaError(
+            column,
+            "source_parallelism assigns Kafka partitions to subtasks, so the channels "
+            f"must be partition numbers (an integer column), got {shown or t}",
+        )
+
+
 def subtasks_of(
     channels: pa.Array, source_parallelism: int | None, topic: str | None, column: str
 ) -> list[int] | None:
@@ -130,12 +166,7 @@ def subtasks_of(
     """
     if source_parallelism is None or len(channels) == 0:
         return None
-    if not pa.types.is_integer(channels.type):
-        raise InvalidInputError(
-            column,
-            "source_parallelism assigns Kafka partitions to subtasks, so the "
-            f"channels must be partition numbers (integers >= 0), got type {channels.type}",
-        )
+    check_partition_numbers(channels.type, column)
     partitions = channels.to_pylist()
     if any(p < 0 for p in partitions):
         bad = min(partitions)
@@ -491,7 +522,9 @@ __all__ = [
     "InForce",
     "TimelineBuilder",
     "channel_index",
+    "check_partition_numbers",
     "check_topology",
+    "check_topology_strategy",
     "in_emission_order",
     "strategy_in_ticks",
     "subtasks_of",

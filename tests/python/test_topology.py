@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy, _core
-from floodmark.exceptions import InvalidInputError, InvalidParameterError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.generator import Emission
 from floodmark.replay import replay
 from floodmark.timeline import subtasks_of
@@ -301,13 +301,26 @@ def test_options_are_checked_and_record_driven_strategies_refused() -> None:
             replayed(records, strategy, **kw)
         assert err.value.parameter == name, kw
     punctuated = WatermarkStrategy.for_punctuated("ts")
+    # Refused from the strategy, before any data: an empty table too, and string
+    # channels (which source_parallelism refuses next), as the Spark functions do.
+    as_strings = table_of(records).set_column(0, "part", pa.array(["a"] * len(records)))
     for kw, name in (
         ({"source_parallelism": 1}, "source_parallelism"),
         ({"end_of_input": "per_channel"}, "end_of_input"),
     ):
-        with pytest.raises(InvalidParameterError) as err:
-            replayed(records, punctuated, **kw)
-        assert err.value.parameter == name
+        for table in (table_of(records), table_of(records).slice(0, 0), as_strings):
+            with pytest.raises(InvalidParameterError) as err:
+                replay(table, punctuated, channel="part", arrival="arr", event_time="ts", **kw)
+            assert err.value.parameter == name
+    with pytest.raises(SchemaError, match=r"`part`: source_parallelism .* got string"):
+        replay(
+            as_strings,
+            strategy,
+            channel="part",
+            arrival="arr",
+            event_time="ts",
+            source_parallelism=1,
+        )
 
 
 def windows(out: Any) -> list[tuple[int, int, int]]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.spark.columns import (
     TimeColumn,
+    as_arrow,
     key_column,
     marker_column,
     name_key,
@@ -23,7 +24,13 @@ from floodmark.spark.columns import (
 )
 from floodmark.strategy import WatermarkStrategy, event_time_column
 from floodmark.time import Duration, to_ticks
-from floodmark.timeline import PERIODIC_KINDS, check_topology, strategy_in_ticks
+from floodmark.timeline import (
+    PERIODIC_KINDS,
+    check_partition_numbers,
+    check_topology,
+    check_topology_strategy,
+    strategy_in_ticks,
+)
 from floodmark.vocabulary import NULL_REASONS, column_name
 
 if TYPE_CHECKING:
@@ -110,27 +117,11 @@ def check_topology_input(
     end_of_input: str,
 ) -> None:
     """The topology options need a periodic strategy, and ``source_parallelism`` Kafka
-    partition numbers as channels."""
-    if (source_parallelism is not None or end_of_input != "together") and (
-        resolved.kind not in PERIODIC_KINDS
-    ):
-        raise InvalidParameterError(
-            "source_parallelism" if source_parallelism is not None else "end_of_input",
-            "runs with the periodic strategies "
-            f"({', '.join(PERIODIC_KINDS)}, with or without idleness), not "
-            f"{resolved.kind!r}",
-        )
+    partition numbers as channels (the rules of :mod:`floodmark.timeline`)."""
+    check_topology_strategy(resolved.kind, source_parallelism, end_of_input)
     if source_parallelism is not None:
-        from pyspark.sql.types import IntegralType
-
         dtype = key_column(df, channel, "channel")
-        if not isinstance(dtype, IntegralType):
-            raise SchemaError(
-                channel,
-                f"column {channel!r}: source_parallelism assigns Kafka partitions to "
-                "subtasks, so the channels must be partition numbers (an integer "
-                f"column), got {dtype.simpleString()}",
-            )
+        check_partition_numbers(as_arrow(dtype), channel, dtype.simpleString())
 
 
 def make_plan(
