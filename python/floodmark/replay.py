@@ -34,7 +34,7 @@ from floodmark.arrays import (
 from floodmark.column_kinds import key_type, marker_kind, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
-from floodmark.time import I64_MIN, Duration, check_unit, to_ticks
+from floodmark.time import I64_MIN, Duration, check_unit, interval_ticks, to_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
     TimelineBuilder,
@@ -344,7 +344,7 @@ def replay(
     )
     if source_parallelism is not None:
         check_partition_numbers(table.schema.field(channel).type, channel)
-    interval = to_ticks(emit_interval, arrival_unit, "emit_interval")
+    interval = interval_ticks(emit_interval, arrival_unit)
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(parsed) if window is not None else []
     table = processing_order(

@@ -102,6 +102,22 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     return max(I64_MIN, min(I64_MAX, ticks))
 
 
+def interval_ticks(interval: Duration, unit: str, parameter: str = "emit_interval") -> int:
+    """An emission interval in ticks of ``unit`` (the arrival's, whose clock the
+    emissions follow): at least one tick, in every entry point.
+
+    Raises:
+        InvalidParameterError: naming ``parameter``.
+    """
+    ticks = to_ticks(interval, unit, parameter)
+    if ticks <= 0:
+        raise InvalidParameterError(
+            parameter,
+            f"must be at least one tick of the arrival's unit ({unit!r}), got {interval!r}",
+        )
+    return ticks
+
+
 def whole_ticks(value: timedelta, unit: str) -> bool:
     """Whether ``value`` is a whole number of ticks of ``unit`` (:func:`to_ticks`
     truncates one that is not)."""
@@ -133,6 +149,7 @@ __all__ = [
     "check_int64",
     "check_unit",
     "format_duration",
+    "interval_ticks",
     "to_ticks",
     "whole_ticks",
 ]

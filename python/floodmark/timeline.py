@@ -27,7 +27,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
-from floodmark.time import Duration, as_int, check_int64, to_ticks
+from floodmark.time import Duration, as_int, check_int64, interval_ticks, to_ticks
 from floodmark.valve import check_num_channels
 from floodmark.vocabulary import flag, snapshot_bytes
 
@@ -293,7 +293,7 @@ class TimelineBuilder:
     ) -> None:
         check_strategy(strategy)
         generator = strategy.create_generator(unit)._inner
-        interval = to_ticks(emit_interval, unit, "emit_interval")
+        interval = interval_ticks(emit_interval, unit)
         count = check_num_channels(num_channels)
         owners = None if subtasks is None else _per_channel(subtasks, "subtasks", count, 0)
         if source_parallelism is None:

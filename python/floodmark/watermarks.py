@@ -26,7 +26,7 @@ from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.generator import WatermarkGenerator
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
-from floodmark.time import I64_MAX, Duration, check_int64, to_ticks
+from floodmark.time import I64_MAX, Duration, check_int64, interval_ticks
 
 
 @dataclass(frozen=True)
@@ -125,12 +125,7 @@ def drive(
         )
     else:
         gen = generator
-    interval = to_ticks(emit_interval, unit, "emit_interval")
-    if interval <= 0:
-        raise InvalidParameterError(
-            "emit_interval",
-            f"must be > 0 ticks of {unit!r}, got {emit_interval!r}",
-        )
+    interval = interval_ticks(emit_interval, unit)
     ts = to_int64_array(event_time, "event_time", unit=unit)
     arr = to_int64_array(arrival, "arrival", unit=unit)
     if len(ts) != len(arr):

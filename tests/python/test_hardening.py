@@ -760,3 +760,19 @@ def test_a_pandas_frame_pyarrow_cannot_convert_is_refused_naming_the_column() ->
             replay(frame, BOUNDED, channel="ch", arrival="at", event_time="ts")
         with pytest.raises(SchemaError, match=f"`{named}`: .*{says}"):
             WindowOperator(TUMBLING, key="k", event_time="ts").process(frame)
+
+
+def test_an_emission_interval_under_one_tick_is_refused_alike_everywhere() -> None:
+    """One rule (``floodmark.time.interval_ticks``): the Spark layer said ``-5 is less
+    than one tick``, ``drive`` ``must be > 0 ticks``, ``replay`` the engine's words."""
+    bounded = WatermarkStrategy.for_monotonous_timestamps()
+    calls = (
+        lambda iv: replay(_events(), bounded, channel="ch", arrival="at", event_time="ts", **iv),
+        lambda iv: drive(bounded, [1], [1], **iv),
+        lambda iv: TimelineBuilder(bounded, 1, **iv),
+    )
+    for call in calls:
+        for interval in (0, -5):
+            with pytest.raises(InvalidParameterError, match="at least one tick") as err:
+                call({"emit_interval": interval})
+            assert err.value.parameter == "emit_interval"

@@ -23,7 +23,7 @@ from floodmark.spark.columns import (
     time_column,
 )
 from floodmark.strategy import WatermarkStrategy, event_time_column
-from floodmark.time import Duration, to_ticks
+from floodmark.time import Duration, interval_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
     check_partition_numbers,
@@ -161,13 +161,7 @@ def make_plan(
         ev = time_column(df, event_time_column(strategy, event_time), event_time_unit, "event_time")
         arr = time_column(df, arrival, arrival_unit, "arrival")
         key_column(df, channel, "channel")
-        interval = to_ticks(emit_interval, arr.unit, "emit_interval")
-        if interval <= 0:
-            raise InvalidParameterError(
-                "emit_interval",
-                f"{emit_interval!r} is less than one tick of "
-                f"the arrival column's unit ({arr.unit!r}); give a longer interval",
-            )
+        interval = interval_ticks(emit_interval, arr.unit)
         # Every kind runs on Spark: the periodic ones from per-(channel, bucket) rows
         # (spark/timeline.py), the ones that emit on records per channel (per_channel.py).
         resolved = strategy_in_ticks(strategy, ev.unit, arr.unit)

@@ -118,11 +118,19 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "`channel`",
         lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": None}),
     ),
-    "idle timeout under one tick": (
-        "less than one tick",
+    "idle timeout under one tick": (  # (the 200 ms emit interval would be refused first)
+        "`idle_timeout`: datetime.timedelta(microseconds=100000) is less than one tick",
         lambda df: assign_watermarks(
-            df, STRATEGY.with_idleness(timedelta(milliseconds=100)), **COLUMNS, arrival_unit="s"
+            df,
+            STRATEGY.with_idleness(timedelta(milliseconds=100)),
+            **COLUMNS,
+            arrival_unit="s",
+            emit_interval=timedelta(seconds=1),
         ),
+    ),
+    "emit interval under one tick": (
+        "`emit_interval`: must be at least one tick of the arrival's unit ('s')",
+        lambda df: assign_watermarks(df, STRATEGY, **COLUMNS, arrival_unit="s"),
     ),
     "arrival unit without arrival": (
         "`arrival_unit`",
