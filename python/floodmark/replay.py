@@ -42,6 +42,7 @@ from floodmark.timeline import (
     check_partition_numbers,
     check_topology,
     check_topology_strategy,
+    in_force_at,
     strategy_in_ticks,
     subtasks_of,
 )
@@ -229,10 +230,7 @@ def watermarks(
     timeline = builder.take_timeline()
     times = timeline.column("time").to_numpy(zero_copy_only=False)
     wms = timeline.column("watermark").to_numpy(zero_copy_only=False)
-    # In force: the last change strictly before each record's arrival.
-    at = np.searchsorted(times, arrival, side="left") - 1
-    combined = np.where(at >= 0, wms[np.maximum(at, 0)] if len(wms) else I64_MIN, I64_MIN)
-    return channel_wm, combined.astype(np.int64), timeline
+    return channel_wm, in_force_at(times, wms, arrival), timeline
 
 
 def check_columns(

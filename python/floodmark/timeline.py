@@ -27,7 +27,7 @@ from floodmark import _core
 from floodmark.arrays import to_int64_array
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
-from floodmark.time import Duration, as_int, check_int64, interval_ticks, to_ticks
+from floodmark.time import I64_MIN, Duration, as_int, check_int64, interval_ticks, to_ticks
 from floodmark.valve import check_num_channels
 from floodmark.vocabulary import flag, snapshot_bytes
 
@@ -112,6 +112,16 @@ def check_topology(source_parallelism: object, topic: object, end_of_input: obje
             "end_of_input", f"expected one of {', '.join(END_OF_INPUT)}, got {end_of_input!r}"
         )
     return parallelism
+
+
+def in_force_at(times: np.ndarray, wms: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
+    """The combined watermark in force at each of ``arrivals`` (ticks): the last of
+    ``wms`` (at ``times``, sorted) strictly before it; ``MIN`` before the first (or
+    with none at all, e.g. ``WatermarkStrategy.no_watermarks()``)."""
+    if len(wms) == 0:
+        return np.full(len(arrivals), I64_MIN, np.int64)
+    idx = np.searchsorted(times, arrivals, side="left") - 1
+    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
 
 
 def check_topology_strategy(kind: str, source_parallelism: int | None, end_of_input: str) -> None:
@@ -526,6 +536,7 @@ __all__ = [
     "check_topology",
     "check_topology_strategy",
     "in_emission_order",
+    "in_force_at",
     "strategy_in_ticks",
     "subtasks_of",
 ]

@@ -10,8 +10,8 @@ Two kinds of values, read from what the timeline stage left:
   :data:`MAX_CONSTANT_SLOTS` buckets). Over a longer span (or for a generator that
   emits on records, whose watermark changes between grid times)
   :func:`with_in_force` reads it by arrival instead, on the executors, from the
-  timeline's advances (:func:`in_force_at`: the last strictly before the arrival,
-  which on the grid is the bucket's value): no value per bucket is built, so the cost
+  timeline's advances (:func:`floodmark.timeline.in_force_at`: the last strictly
+  before the arrival, which on the grid is the bucket's value): no value per bucket is built, so the cost
   follows the records whatever the span (a table of every bucket, broadcast, took 39 s
   for 3,000 records over 30 days and ran out of memory over 150).
 * **Per (channel, bucket)**: the channel watermark (``assign_watermarks``). When the
@@ -55,6 +55,7 @@ from floodmark.spark.columns import quote
 from floodmark.spark.local_frames import local_frame
 from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.time import I64_MAX, I64_MIN
+from floodmark.timeline import in_force_at
 
 if TYPE_CHECKING:
     from floodmark.spark.timeline import Timeline
@@ -282,16 +283,6 @@ def join_buckets(df: DataFrame, plan: WatermarkPlan, table: pa.Table) -> DataFra
     return joined.drop(_KEY, _ARRIVAL, _BUCKET, _OFFSET)
 
 
-def in_force_at(times: np.ndarray, wms: np.ndarray, arrivals: np.ndarray) -> np.ndarray:
-    """The combined watermark in force at each of ``arrivals`` (ticks): the last of
-    ``wms`` (at ``times``, sorted) strictly before it; ``MIN`` before the first (or
-    with none at all, e.g. ``WatermarkStrategy.no_watermarks()``)."""
-    if len(wms) == 0:
-        return np.full(len(arrivals), I64_MIN, np.int64)
-    idx = np.searchsorted(times, arrivals, side="left") - 1
-    return np.where(idx >= 0, wms[np.maximum(idx, 0)], I64_MIN).astype(np.int64)
-
-
 def watermark_in_force(
     times: np.ndarray, wms: np.ndarray, buckets: np.ndarray, interval: int
 ) -> np.ndarray:
@@ -478,7 +469,6 @@ __all__ = [
     "MAX_KEYS",
     "MAX_SHIPPED_TIMELINE",
     "computed_on_executors",
-    "in_force_at",
     "in_force_by_bucket",
     "in_force_column",
     "in_force_on_executors",
