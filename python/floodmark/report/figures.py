@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark.time import I64_MAX, I64_MIN, TICKS_PER_SECOND, format_duration
+from floodmark.windows import ON_TIME
 
 #: Most points drawn per line; longer series are thinned (the last point is kept).
 MAX_POINTS = 4_000
@@ -143,7 +144,7 @@ def firing_delays(firings: pa.Table, event_unit: str, arrival_unit: str) -> np.n
     time), one value per firing; firings at the end of input (``fired_at`` null) are
     left out."""
     on_time = firings.filter(
-        pc.and_(pc.equal(firings.column("timing"), "on_time"), pc.is_valid(firings["fired_at"]))
+        pc.and_(pc.equal(firings.column("timing"), ON_TIME), pc.is_valid(firings["fired_at"]))
     )
     delays = seconds_between(
         _ints(on_time, "fired_at"), arrival_unit, _ints(on_time, "window_end"), event_unit

@@ -17,6 +17,7 @@ from floodmark.report.figures import (
 )
 from floodmark.report.inputs import ReportInputs
 from floodmark.report.partition_views import lag_stats, with_views
+from floodmark.windows import ON_TIME
 
 WIDTH = 80
 
@@ -64,7 +65,7 @@ def totals(inputs: ReportInputs) -> list[tuple[str, str]]:
         counts = firing_counts(inputs.firings)
         timing = inputs.firings.column("timing").to_pylist()
         fired = int(counts.sum())
-        on_time = int(sum(n for t, n in zip(timing, counts, strict=True) if t == "on_time"))
+        on_time = int(sum(n for t, n in zip(timing, counts, strict=True) if t == ON_TIME))
         rows.append(("windows fired", f"{fired:,}"))
         rows.append(("  on time / late firings", f"{on_time:,} / {fired - on_time:,}"))
         if not inputs.arrival_clock:

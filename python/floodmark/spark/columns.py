@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from floodmark.column_kinds import TimeKind, key_type, marker_kind, time_kind, value_type
 from floodmark.exceptions import InvalidParameterError, SchemaError
-from floodmark.time import check_unit
+from floodmark.time import TICKS_PER_SECOND, check_unit
+from floodmark.vocabulary import SAFE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -71,7 +72,7 @@ class TimeColumn:
         if self.kind == "integer":
             return ticks
         per = self._micros_per_tick
-        bounded = F.when((ticks > F.lit(-(2**62) // per)) & (ticks < F.lit(2**62 // per)), ticks)
+        bounded = F.when((ticks > F.lit(-SAFE // per)) & (ticks < F.lit(SAFE // per)), ticks)
         if self.kind == "timestamp":
             return F.timestamp_micros(bounded if per == 1 else bounded * F.lit(per))
         # whole days and the seconds left: ``make_dt_interval``'s seconds are a
@@ -86,7 +87,7 @@ class TimeColumn:
 
 
 #: The tick units a timestamp column can be read in, as microseconds per tick.
-_MICROS_PER_TICK = {"us": 1, "ms": 1_000, "s": 1_000_000}
+_MICROS_PER_TICK = {u: TICKS_PER_SECOND["us"] // TICKS_PER_SECOND[u] for u in ("us", "ms", "s")}
 
 
 def quote(name: str) -> str:

@@ -11,9 +11,9 @@ Two kinds of values, read from what the timeline stage left:
   emits on records, whose watermark changes between grid times)
   :func:`with_in_force` reads it by arrival instead, on the executors, from the
   timeline's advances (:func:`floodmark.timeline.in_force_at`: the last strictly
-  before the arrival, which on the grid is the bucket's value): no value per bucket is built, so the cost
-  follows the records whatever the span (a table of every bucket, broadcast, took 39 s
-  for 3,000 records over 30 days and ran out of memory over 150).
+  before the arrival, which on the grid is the bucket's value): no value per bucket is
+  built, so the cost follows the records whatever the span (a table of every bucket,
+  broadcast, took 39 s for 3,000 records over 30 days and ran out of memory over 150).
 * **Per (channel, bucket)**: the channel watermark (``assign_watermarks``). When the
   per-(channel, bucket) table came to the driver (small), its slot is one number,
   ``(bucket - first bucket) * channels + channel offset``, looked up the cheapest way
