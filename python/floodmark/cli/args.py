@@ -17,6 +17,11 @@ from floodmark.time import format_duration
 from floodmark.vocabulary import AGG_FUNCTIONS
 
 #: Duration suffixes and their length in microseconds.
+#: The command line's out-of-orderness bound and allowed lateness when none is given
+#: (``floodmark run`` and the demo's pipeline).
+DEFAULT_BOUND = timedelta(seconds=5)
+DEFAULT_LATENESS = timedelta(0)
+
 DURATION_UNITS: dict[str, int] = {
     "us": 1,
     "ms": 1_000,

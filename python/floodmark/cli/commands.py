@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from floodmark.cli.args import Agg, WindowSpec, resolve_aggs
+from floodmark.cli.args import DEFAULT_BOUND, DEFAULT_LATENESS, Agg, WindowSpec, resolve_aggs
 from floodmark.cli.errors import SparkFailure, UsageError, fail
 from floodmark.cli.inputs import InputFile, check_columns, check_input, read_input, typed_if_empty
 from floodmark.cli.outputs import OutputFolder, active_spark_context
@@ -81,10 +81,10 @@ class PipelineSpec:
     window: WindowSpec
     aggs: tuple[Agg, ...] = ("count",)
     arrival: str | None = None
-    bound: timedelta = timedelta(seconds=5)
+    bound: timedelta = DEFAULT_BOUND
     idle: timedelta | None = None
     emit_interval: timedelta = DEFAULT_EMIT_INTERVAL
-    allowed_lateness: timedelta = timedelta(0)
+    allowed_lateness: timedelta = DEFAULT_LATENESS
     event_time_unit: str | None = None
     arrival_unit: str | None = None
 
@@ -609,7 +609,6 @@ DEMO_SPEC = PipelineSpec(
     keys=("key",),
     aggs=("count", ("sum", "value")),
     window=WindowSpec("tumbling", timedelta(seconds=10)),
-    bound=timedelta(seconds=5),
     idle=timedelta(seconds=30),
 )
 

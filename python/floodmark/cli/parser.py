@@ -12,10 +12,11 @@ import re
 import sys
 import textwrap
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import NoReturn
 
 from floodmark.cli.args import (
+    DEFAULT_BOUND,
+    DEFAULT_LATENESS,
     FORMATS,
     parse_agg,
     parse_duration,
@@ -274,8 +275,8 @@ def build_parser() -> Parser:
     w.add_argument(
         "--bound",
         type=parse_duration,
-        default=timedelta(seconds=5),
-        help="out-of-orderness bound (default: 5s)",
+        default=DEFAULT_BOUND,
+        help=f"out-of-orderness bound (default: {format_duration(DEFAULT_BOUND)})",
     )
     w.add_argument(
         "--idle",
@@ -294,8 +295,9 @@ def build_parser() -> Parser:
     w.add_argument(
         "--allowed-lateness",
         type=parse_duration,
-        default=timedelta(0),
-        help="keep fired windows this long for late re-fires (default: 0s)",
+        default=DEFAULT_LATENESS,
+        help="keep fired windows this long for late re-fires "
+        f"(default: {format_duration(DEFAULT_LATENESS)})",
     )
     _output(run, "floodmark-output")
     _spark(run)
