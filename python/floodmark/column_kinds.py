@@ -2,11 +2,11 @@
 for every entry point.
 
 The in-process API checks the Arrow types of its tables; the Spark layer reads each
-Spark type as the Arrow type its batches cross in
-(``floodmark.spark.columns.as_arrow``) and asks the
-same functions, so that a column refused by one is refused by the other, with the same
-message (the Spark layer shows its own type name). Spark-only conditions (a string
-column's collation, a timestamp's tick unit) stay in ``floodmark.spark.columns``.
+Spark type as the Arrow type its batches cross in (``floodmark.spark.columns.as_arrow``)
+and asks the same functions, so that a column refused by one is refused by the other,
+with the same message (the Spark layer shows its own type name). Spark-only conditions
+(a string column's collation, a timestamp's tick unit) stay in
+``floodmark.spark.columns``.
 """
 
 from __future__ import annotations

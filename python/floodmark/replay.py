@@ -241,8 +241,8 @@ def check_columns(
     resolved: WatermarkStrategy,
     event_time_unit: str,
 ) -> None:
-    """Every column replay reads (event time, arrival, channel; with a window the keys
-    and the aggregated values; a punctuated strategy's marker) exists once and has a
+    """Every column replay reads (event time, arrival, channel, the keys; with a window
+    the aggregated values; a punctuated strategy's marker) exists once and has a
     type floodmark takes (:mod:`floodmark.column_kinds`), and none is named like one
     replay adds: before any record is read or sorted."""
     ev, arrival, channel = times_and_channel
@@ -337,9 +337,7 @@ def replay(
     table = as_table(table, "table")
     values = [a[1] for a in parsed if isinstance(a, tuple)] if window is not None else []
     named = (ev, arrival, channel)
-    check_columns(
-        table, named, keys if window is not None else [], values, resolved, event_time_unit
-    )
+    check_columns(table, named, keys, values, resolved, event_time_unit)
     if source_parallelism is not None:
         check_partition_numbers(table.schema.field(channel).type, channel)
     interval = interval_ticks(emit_interval, arrival_unit)

@@ -680,6 +680,8 @@ def test_a_column_named_twice_or_added_by_replay_is_a_schema_error() -> None:
         replay(dup, BOUNDED, channel="ch", arrival="at", event_time="ts")
     with pytest.raises(SchemaError, match="2 columns named 'ts'"):
         WindowOperator(TUMBLING, key="k", event_time="ts").process(dup.to_batches()[0])
+    with pytest.raises(SchemaError, match="`nope`: missing column"):  # a raw KeyError
+        replay(_events(), BOUNDED, channel="ch", arrival="at", event_time="ts", key="nope")
     for added in ("channel_watermark", "watermark", "is_late", "reason"):
         table = _events(**{added: pa.array([0, 0, 0, 0])})
         for window in ({}, {"window": TUMBLING, "key": "k"}):  # the records gain them too
