@@ -127,22 +127,29 @@ def whole_ticks(value: timedelta, unit: str) -> bool:
     return per_s >= 1_000_000 or micros % (1_000_000 // per_s) == 0
 
 
+#: The duration suffixes floodmark writes (and the command line reads), longest first,
+#: as microseconds.
+MICROS_PER_SUFFIX: dict[str, int] = {
+    "d": 86_400_000_000,
+    "h": 3_600_000_000,
+    "m": 60_000_000,
+    "s": 1_000_000,
+    "ms": 1_000,
+    "us": 1,
+}
+
+
 def format_duration(value: timedelta) -> str:
     """The shortest exact spelling of ``value``: ``5s``, ``200ms``, ``1m``, ``1500us``."""
     micros = value // timedelta(microseconds=1)
-    for unit, size in (
-        ("d", 86_400_000_000),
-        ("h", 3_600_000_000),
-        ("m", 60_000_000),
-        ("s", 1_000_000),
-        ("ms", 1_000),
-    ):
-        if micros and micros % size == 0:
-            return f"{micros // size}{unit}"
-    return f"{micros}us" if micros else "0s"
+    if not micros:
+        return "0s"
+    unit, size = next((u, n) for u, n in MICROS_PER_SUFFIX.items() if micros % n == 0)
+    return f"{micros // size}{unit}"
 
 
 __all__ = [
+    "MICROS_PER_SUFFIX",
     "Duration",
     "Unit",
     "as_int",

@@ -86,6 +86,17 @@ class _Assigner:
         _core.window_check(self.kind, t["size"], t["slide"], t["offset"], t["gap"])
         return (self.kind, t["size"], t["slide"], t["offset"], t["gap"])
 
+    def grid(self, unit: str = "ms") -> tuple[int, int, int]:
+        """``(size, step, offset)`` in ticks of ``unit``: the windows start at ``offset +
+        k * step``, the step being a sliding window's slide and any other's size (a
+        session window has no grid: its ``size`` is 0).
+
+        Raises:
+            InvalidParameterError: a parameter is out of range (names it).
+        """
+        kind, size, slide, offset, _ = self.params(unit)
+        return size, slide if kind == "sliding" else size, offset
+
     def assign_windows(self, timestamp: int, unit: str = "ms") -> list[tuple[int, int]]:
         """The windows ``[(start, end), ...]`` of a record at ``timestamp`` (Flink order).
 

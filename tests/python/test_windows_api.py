@@ -414,3 +414,12 @@ def test_aggregates_over_nulls_nan_overflow_and_other_value_types() -> None:
     unsigned = table.append_column("u", pa.array([1] * 6, pa.uint64()))
     with pytest.raises(SchemaError, match=r"u.*uint64 \(values past 2\^63 - 1"):
         run(unsigned, aggs=[("sum", "u")])
+
+
+def test_a_window_grid_steps_by_the_slide_or_the_size() -> None:
+    """``(size, step, offset)``: the one rule the Spark window pass and the bound
+    analysis read the grid by."""
+    s = timedelta(seconds=1)
+    assert TumblingEventTimeWindows.of(10 * s, 3 * s).grid() == (10_000, 10_000, 3_000)
+    assert SlidingEventTimeWindows.of(10 * s, 5 * s).grid("s") == (10, 5, 0)
+    assert EventTimeSessionWindows.with_gap(3 * s).grid() == (0, 0, 0)

@@ -13,24 +13,17 @@ from datetime import timedelta
 from fractions import Fraction
 from typing import Any
 
-from floodmark.time import format_duration
+from floodmark.time import MICROS_PER_SUFFIX, format_duration
 from floodmark.vocabulary import AGG_FUNCTIONS
 
-#: Duration suffixes and their length in microseconds.
 #: The command line's out-of-orderness bound and allowed lateness when none is given
 #: (``floodmark run`` and the demo's pipeline).
 DEFAULT_BOUND = timedelta(seconds=5)
 DEFAULT_LATENESS = timedelta(0)
 
-DURATION_UNITS: dict[str, int] = {
-    "us": 1,
-    "ms": 1_000,
-    "s": 1_000_000,
-    "m": 60_000_000,
-    "min": 60_000_000,
-    "h": 3_600_000_000,
-    "d": 86_400_000_000,
-}
+#: Duration suffixes the command line reads, and their length in microseconds: those
+#: floodmark writes, and ``min`` for minutes.
+DURATION_UNITS: dict[str, int] = {**MICROS_PER_SUFFIX, "min": MICROS_PER_SUFFIX["m"]}
 FORMATS = ("parquet", "csv", "json")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$")
 _EXAMPLES = "e.g. 1500us, 200ms, 5s, 1.5s, 1m, 1h"
@@ -61,7 +54,7 @@ def parse_duration(text: str) -> timedelta:
     if unit not in DURATION_UNITS:
         raise argparse.ArgumentTypeError(
             f"duration {text!r} has an unknown unit {unit!r}; use one of "
-            f"{', '.join(DURATION_UNITS)} ({_EXAMPLES})"
+            f"{', '.join(sorted(DURATION_UNITS, key=DURATION_UNITS.__getitem__))} ({_EXAMPLES})"
         )
     micros = Fraction(number) * DURATION_UNITS[unit]  # exact: 1.005s is 1,005,000 us
     if micros.denominator != 1:

@@ -56,8 +56,8 @@ def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
         raise InvalidParameterError(
             "window", f"bound analysis needs a tumbling or sliding window ({NOT_SWEPT})"
         )
-    _, size, slide, offset, _ = window.params(unit)
-    return size, (slide if kind == "sliding" else size), offset
+    grid: tuple[int, int, int] = window.grid(unit)
+    return grid
 
 
 def nearest_rank(values: np.ndarray, weights: np.ndarray, q: float) -> float:

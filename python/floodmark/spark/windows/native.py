@@ -92,8 +92,7 @@ class Schedule:
 
 def grid(plan: WindowPlan) -> tuple[str, int, int, int]:
     """``(kind, size, step, offset)``: window starts are ``offset + k * step``."""
-    kind, size, slide, offset, _ = plan.window.params(plan.wm.event_time.unit)
-    return kind, size, slide if kind == "sliding" else size, offset
+    return (plan.window.kind, *plan.window.grid(plan.wm.event_time.unit))
 
 
 def candidate(plan: WindowPlan) -> bool:
