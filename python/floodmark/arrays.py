@@ -146,7 +146,7 @@ def as_table(value: Any, parameter: str) -> pa.Table:
     if isinstance(value, pa.RecordBatch):
         return pa.Table.from_batches([value])
     if type(value).__module__.startswith("pandas") and type(value).__name__ == "DataFrame":
-        return _from_pandas(value)
+        return _from_pandas(value, parameter)
     raise InvalidParameterError(
         parameter,
         f"expected a pyarrow Table or RecordBatch or a pandas DataFrame, got "
@@ -154,9 +154,10 @@ def as_table(value: Any, parameter: str) -> pa.Table:
     )
 
 
-def _from_pandas(frame: Any) -> pa.Table:
+def _from_pandas(frame: Any, parameter: str) -> pa.Table:
     """A pandas DataFrame as an Arrow table; a column pyarrow cannot convert (mixed
-    types in an ``object`` column, say) or a name given twice is refused naming it."""
+    types in an ``object`` column, complex numbers, say) or a name given twice is
+    refused naming it (naming ``parameter`` if pyarrow does not say which column)."""
     from collections import Counter
 
     for name, times in Counter(str(c) for c in frame.columns).items():
@@ -164,10 +165,12 @@ def _from_pandas(frame: Any) -> pa.Table:
             raise _named_twice(name, times)
     try:
         return pa.Table.from_pandas(frame, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+    except pa.ArrowException as err:
         where = re.search(r"Conversion failed for column (.+) with type (\S+)", str(err.args[-1]))
         if where is None:
-            raise
+            raise InvalidParameterError(
+                parameter, f"pyarrow cannot convert this pandas DataFrame to Arrow: {err}"
+            ) from None
         raise SchemaError(
             where.group(1),
             f"pyarrow cannot convert this {where.group(2)} column to Arrow: {err.args[0]}",

@@ -745,8 +745,8 @@ def test_replay_reads_aggregates_given_as_a_one_shot_iterable_once() -> None:
 
 
 def test_a_pandas_frame_pyarrow_cannot_convert_is_refused_naming_the_column() -> None:
-    """Mixed types in an ``object`` column, or a name given twice, were raw pyarrow or
-    pandas errors."""
+    """Mixed types in an ``object`` column, complex numbers, or a name given twice,
+    were raw pyarrow or pandas errors."""
     import pandas as pd
 
     from floodmark.exceptions import SchemaError
@@ -754,8 +754,10 @@ def test_a_pandas_frame_pyarrow_cannot_convert_is_refused_naming_the_column() ->
     base = {"ts": [1, 5], "at": [0, 1], "ch": [0, 1], "k": [1, 2]}
     mixed = pd.DataFrame({**base, "ch": ["a", 1]})
     twice = pd.DataFrame([[1, 0, 0, 1, 0]], columns=["ts", "at", "ch", "k", "ch"])
+    complex_values = pd.DataFrame({**base, "z": [1j, 2j]})  # pyarrow: not implemented
     for frame, named, says in (
         (mixed, "ch", "cannot convert this object column to Arrow"),
+        (complex_values, "z", "cannot convert this complex128 column to Arrow"),
         (twice, "ch", "2 columns named 'ch'"),
     ):
         with pytest.raises(SchemaError, match=f"`{named}`: .*{says}"):
