@@ -32,7 +32,7 @@ from floodmark.arrays import (
     to_int64_array,
 )
 from floodmark.column_kinds import key_type, marker_kind, time_kind, value_type
-from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
+from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
 from floodmark.time import I64_MIN, Duration, check_unit, interval_ticks, to_ticks
 from floodmark.timeline import (
@@ -48,7 +48,9 @@ from floodmark.timeline import (
 )
 from floodmark.vocabulary import (
     NULL_REASONS,
+    SIDE_OUTPUT_COLUMNS,
     WATERMARK_COLUMNS,
+    check_not_added,
     column_name,
     column_names,
     parse_aggs,
@@ -256,14 +258,7 @@ def check_columns(
     if resolved.marker_column is not None:
         event = (time_kind(table.schema.field(ev).type, ev, "event_time"), event_time_unit)
         marker_kind(table.schema.field(resolved.marker_column).type, resolved.marker_column, event)
-    for added in (*WATERMARK_COLUMNS, "reason"):  # the records and dropped rows gain these
-        if added in table.schema.names:
-            raise SchemaError(
-                added,
-                f"the table already has a column {added!r}, and replay adds "
-                f"{', '.join(WATERMARK_COLUMNS)} to the records and reason to the "
-                "dropped rows; rename it first",
-            )
+    check_not_added(table.schema.names, {"records": WATERMARK_COLUMNS, **SIDE_OUTPUT_COLUMNS})
 
 
 def replay(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from floodmark import _core
-from floodmark.exceptions import InvalidParameterError
+from floodmark.exceptions import InvalidParameterError, SchemaError
 
 #: Every aggregate the window operator computes, as the engine names them.
 AGGREGATES: tuple[str, ...] = tuple(_core.AGGREGATES)
@@ -105,6 +105,36 @@ def check_result_names(
 
 #: The columns a watermark stage adds to each record, as every layer names them.
 WATERMARK_COLUMNS: tuple[str, ...] = ("channel_watermark", "watermark", "is_late")
+#: The columns a window's side outputs add to the input's rows: the watermark that
+#: found a late row late, and why a row was dropped.
+SIDE_OUTPUT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "late rows": ("watermark",),
+    "dropped rows": ("reason",),
+}
+
+
+def check_not_added(
+    columns: Sequence[str],
+    outputs: dict[str, tuple[str, ...]],
+    *,
+    key: Callable[[str], str] = str,
+) -> None:
+    """No input column is named (compared by ``key``: exact names, or the way a Spark
+    session compares them) like a column floodmark adds to the input's rows in one of
+    ``outputs`` (output: the columns it adds): the output would have it twice.
+
+    Raises:
+        SchemaError: naming the input's column.
+    """
+    added = {key(name) for names in outputs.values() for name in names}
+    for column in columns:
+        if key(column) in added:
+            adds = "; ".join(f"to the {output}: {', '.join(n)}" for output, n in outputs.items())
+            raise SchemaError(
+                column,
+                f"the input already has a column {column!r}, and floodmark adds {adds}; "
+                "rename it first",
+            )
 
 
 def flag(value: object, parameter: str) -> bool:
@@ -245,9 +275,11 @@ __all__ = [
     "RESULT_WINDOW",
     "SAFE",
     "SAFE_PARAM",
+    "SIDE_OUTPUT_COLUMNS",
     "SPARK_RESULT_TAIL",
     "Agg",
     "agg_name",
+    "check_not_added",
     "check_result_names",
     "first_repeat",
     "named_twice",

@@ -42,8 +42,10 @@ from floodmark.exceptions import (
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 from floodmark.vocabulary import (
+    SIDE_OUTPUT_COLUMNS,
     Agg,
     agg_name,
+    check_not_added,
     check_result_names,
     column_names,
     parse_aggs,
@@ -423,13 +425,7 @@ class WindowOperator:
         """The engine's columns of ``batch``, and the key types its results take (fixed
         by the first batch with rows: an empty one, e.g. an empty pandas frame, has no
         key to say them)."""
-        for added in ("watermark", "reason"):
-            if added in batch.schema.names:
-                raise SchemaError(
-                    added,
-                    f"the input has a column {added!r}, which the late/dropped outputs add; "
-                    "rename it first",
-                )
+        check_not_added(batch.schema.names, SIDE_OUTPUT_COLUMNS)
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []

@@ -682,11 +682,16 @@ def test_a_column_named_twice_or_added_by_replay_is_a_schema_error() -> None:
         WindowOperator(TUMBLING, key="k", event_time="ts").process(dup.to_batches()[0])
     with pytest.raises(SchemaError, match="`nope`: missing column"):  # a raw KeyError
         replay(_events(), BOUNDED, channel="ch", arrival="at", event_time="ts", key="nope")
+    adds = "and floodmark adds to the records: channel_watermark, watermark, is_late; "
     for added in ("channel_watermark", "watermark", "is_late", "reason"):
         table = _events(**{added: pa.array([0, 0, 0, 0])})
         for window in ({}, {"window": TUMBLING, "key": "k"}):  # the records gain them too
-            with pytest.raises(SchemaError, match=f"`{added}`"):
+            with pytest.raises(SchemaError, match=f"`{added}`: .*{adds}"):
                 replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts", **window)
+    for added in ("watermark", "reason"):  # the late and dropped rows gain these
+        batch = _events(**{added: pa.array([0, 0, 0, 0])}).to_batches()[0]
+        with pytest.raises(SchemaError, match=f"`{added}`: .*adds to the late rows: watermark"):
+            WindowOperator(TUMBLING, key="k", event_time="ts").process(batch)
 
 
 @pytest.mark.parametrize(

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from floodmark.exceptions import SchemaError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import clashing, name_key, quote
+from floodmark.spark.columns import check_distinct_columns, name_key, quote
 from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import bucket_slots, join_bucket_frame, join_buckets, with_in_force
 from floodmark.spark.plan import error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration
-from floodmark.vocabulary import WATERMARK_COLUMNS, first_repeat, named_twice
+from floodmark.vocabulary import WATERMARK_COLUMNS, check_not_added
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,23 +36,8 @@ _CWM, _WM, _ARRIVAL = "__fm_channel_wm", "__fm_wm", "__fm_arrival"
 def check_added_names(df: DataFrame) -> None:
     """No input column is named like one :func:`assign_watermarks` adds, or like
     another, the way the session compares names (before any job)."""
-    clash = clashing(df, ADDED_COLUMNS)
-    if clash:
-        raise SchemaError(
-            clash[0],
-            f"the DataFrame already has a column {clash[0]!r}, and assign_watermarks adds "
-            f"{', '.join(ADDED_COLUMNS)}; rename it first",
-        )
-    repeat = first_repeat(df.columns, name_key(df))
-    if repeat is not None:
-        first, name = repeat
-        same = named_twice(first, name)
-        raise SchemaError(
-            name,
-            f"the DataFrame has two columns named {same} (the session compares names "
-            "ignoring case unless spark.sql.caseSensitive is true), and "
-            "assign_watermarks returns every column: rename or drop one first",
-        )
+    check_not_added(df.columns, {"records": ADDED_COLUMNS}, key=name_key(df))
+    check_distinct_columns(df, "assign_watermarks returns every column")
 
 
 def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from floodmark.column_kinds import TimeKind, key_type, marker_kind, time_kind, value_type
 from floodmark.exceptions import InvalidParameterError, SchemaError
 from floodmark.time import TICKS_PER_SECOND, check_unit
-from floodmark.vocabulary import SAFE
+from floodmark.vocabulary import SAFE, first_repeat, named_twice
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -109,6 +109,25 @@ def clashing(df: DataFrame, names: Iterable[str]) -> list[str]:
     key = name_key(df)
     taken = {key(n) for n in names}
     return [c for c in df.columns if key(c) in taken]
+
+
+def check_distinct_columns(df: DataFrame, returned: str) -> None:
+    """``df`` has no column twice, the way its session compares names (frames made by
+    joins can have ``x`` and ``X``, or ``x`` twice), since ``returned`` carries every
+    input column: before any job (Spark would fail with ``AMBIGUOUS_REFERENCE`` later).
+
+    Raises:
+        SchemaError: naming the repeated column.
+    """
+    repeat = first_repeat(df.columns, name_key(df))
+    if repeat is not None:
+        first, name = repeat
+        raise SchemaError(
+            name,
+            f"the DataFrame has two columns named {named_twice(first, name)} (the session "
+            f"compares names ignoring case unless spark.sql.caseSensitive is true), and "
+            f"{returned}: rename or drop one first",
+        )
 
 
 def not_arrow(df: DataFrame) -> str | None:

@@ -110,10 +110,6 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "key named like an output": ("'watermark'", lambda df: keyed_as(df, "watermark")),
     "key named like an output, other case": ("'Timing'", lambda df: keyed_as(df, "Timing")),
     "key given twice": ("'k'", lambda df: windowed(df, key=["k", "k"])),
-    "an input column named like a dropped column": (
-        "dropped output would have two columns named 'reason'",
-        lambda df: windowed(df.withColumn("reason", col("v"))),
-    ),
     "channel None": (
         "`channel`",
         lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": None}),
@@ -305,25 +301,42 @@ def test_working_column_names_are_refused_by_every_function(small: Any) -> None:
     assert jobs(small.sparkSession) == before
 
 
-def test_a_column_assign_watermarks_adds_is_refused_before_any_job(small: Any) -> None:
-    marked = small.withColumn("Is_Late", col("v"))
+@pytest.mark.parametrize(
+    ("added", "call"),
+    [
+        ("Is_Late", lambda df: assign_watermarks(df, STRATEGY, **COLUMNS)),
+        ("error", lambda df: assign_watermarks(df, STRATEGY, **COLUMNS)),
+        ("reason", windowed),
+        ("Watermark", windowed),
+    ],
+)
+def test_a_column_floodmark_adds_is_refused_before_any_job(
+    small: Any, added: str, call: Callable[[Any], object]
+) -> None:
+    """An input column named (in any case) like one floodmark adds to the records, the
+    late rows or the dropped rows would be there twice: the same refusal as in-process
+    (:func:`floodmark.vocabulary.check_not_added`), naming the column."""
+    marked = small.withColumn(added, col("v"))
     before = jobs(small.sparkSession)
-    with pytest.raises(SchemaError, match="already has a column 'Is_Late'") as err:
-        assign_watermarks(marked, STRATEGY, **COLUMNS)
-    assert err.value.column == "Is_Late"
+    with pytest.raises(SchemaError, match=f"already has a column '{added}', and floodmark adds"):
+        call(marked)
     assert jobs(small.sparkSession) == before
 
 
-def test_a_column_the_frame_has_twice_is_refused_before_any_job(small: Any) -> None:
+@pytest.mark.parametrize("call", [lambda df: assign_watermarks(df, STRATEGY, **COLUMNS), windowed])
+def test_a_column_the_frame_has_twice_is_refused_before_any_job(
+    small: Any, call: Callable[[Any], object]
+) -> None:
     """Frames made by joins can have ``x`` and ``X`` (one name to a session that ignores
     case), or ``x`` twice: assign_watermarks returns every column, so Spark failed with
-    ``AMBIGUOUS_REFERENCE`` after the timeline's jobs had run."""
+    ``AMBIGUOUS_REFERENCE`` after the timeline's jobs had run; late and dropped rows
+    carry every column too."""
     before = jobs(small.sparkSession)
-    for second in ("V", "v"):
-        twice = small.select("*", col("v").alias(second))
+    for second in ("X", "x"):  # a column the call does not name (those: below)
+        twice = small.select("*", col("v").alias("x"), col("v").alias(second))
         with pytest.raises(SchemaError, match="two columns named") as err:
-            assign_watermarks(twice, STRATEGY, **COLUMNS)
-        assert err.value.column == second and "'v'" in str(err.value)
+            call(twice)
+        assert err.value.column == second and "'x'" in str(err.value)
     assert jobs(small.sparkSession) == before
 
 

@@ -18,7 +18,7 @@ job), computes the timeline and picks the path.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 from floodmark.exceptions import InvalidParameterError
 from floodmark.spark.arrival import ordered_input_released
 from floodmark.spark.call_sites import without_call_sites
-from floodmark.spark.columns import key_column, name_key, quote, value_column
+from floodmark.spark.columns import (
+    check_distinct_columns,
+    key_column,
+    name_key,
+    quote,
+    value_column,
+)
 from floodmark.spark.lookup import shipped_advances
 from floodmark.spark.plan import WatermarkPlan, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
@@ -44,13 +50,13 @@ from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration, to_ticks
 from floodmark.vocabulary import (
     RESULT_WINDOW,
+    SIDE_OUTPUT_COLUMNS,
     SPARK_RESULT_TAIL,
     agg_name,
+    check_not_added,
     check_result_names,
     column_names,
-    first_repeat,
     flag,
-    named_twice,
     parse_aggs,
 )
 from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
@@ -244,7 +250,7 @@ def make_window_plan(
         send_channel=channel not in keys and channel not in values,
     )
     check_window(window, wm_plan.event_time.unit)
-    check_output_names(plan, df.columns, name_key(df))
+    check_output_names(plan, df)
     return plan
 
 
@@ -300,26 +306,15 @@ def positive_int(value: object, parameter: str) -> int:
 JAVA_INT_MAX = 2**31 - 1
 
 
-def check_output_names(plan: WindowPlan, columns: Sequence[str], key: Callable[[str], str]) -> None:
-    """Each output's columns have distinct names, compared by ``key`` (:func:`name_key`:
-    Spark resolves names without regard to case by default, and a write fails on a
-    repeated one): before any job. Late and dropped rows carry every input column."""
-    aggs = [agg_name(a) for a in plan.aggs]
-    check_result_names(plan.keys, aggs, key=key, tail=SPARK_RESULT_TAIL)
-    for output, names in (
-        ("late", [*columns, "watermark"]),
-        ("dropped", [*columns, "reason"]),
-    ):
-        repeat = first_repeat(names, key)
-        if repeat is not None:
-            first, name = repeat
-            same = named_twice(first, name)
-            raise InvalidParameterError(
-                "df",
-                f"the {output} output would have two columns named {same}; late and dropped "
-                "rows carry every input column, plus watermark (late) or reason (dropped): "
-                "rename or drop the input's column first",
-            )
+def check_output_names(plan: WindowPlan, df: DataFrame) -> None:
+    """Each output's columns have distinct names, compared the way ``df``'s session
+    compares them (:func:`name_key`: Spark resolves names without regard to case by
+    default, and a write fails on a repeated one): before any job. Late and dropped
+    rows carry every input column."""
+    key = name_key(df)
+    check_result_names(plan.keys, [agg_name(a) for a in plan.aggs], key=key, tail=SPARK_RESULT_TAIL)
+    check_not_added(df.columns, SIDE_OUTPUT_COLUMNS, key=key)
+    check_distinct_columns(df, "the late and dropped rows carry every input column")
 
 
 __all__ = ["WindowedOutput", "make_window_plan", "results_frame", "window_aggregate"]

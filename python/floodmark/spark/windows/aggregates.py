@@ -30,8 +30,12 @@ if TYPE_CHECKING:
 Agg = str | tuple[str, str]
 Parts = Callable[[str], "Column"]  # part name -> its column
 
-#: Aggregates of a column whose result does not depend on the order of addition.
-ORDER_FREE = ("sum", "min", "max", "first", "last")
+#: The aggregates of a column (of :data:`floodmark.vocabulary.AGG_FUNCTIONS`) this
+#: path has Spark forms for (:func:`parts`, :func:`merge`, :func:`result`): each gives
+#: the engine's value whatever order Spark adds the records in (``first``/``last`` by
+#: the tie order carried in their parts). ``mean`` is not one: the engine's float sum
+#: depends on the order of addition, so it takes the keyed path.
+NATIVE_AGGREGATES = ("sum", "min", "max", "first", "last")
 _LOW32 = 0xFFFFFFFF
 
 
@@ -106,4 +110,4 @@ def result(i: int, agg: Agg, p: Parts) -> Column:
     return out.alias(agg_name(agg))
 
 
-__all__ = ["ORDER_FREE", "merge", "merged", "part_names", "parts", "result", "row_parts"]
+__all__ = ["NATIVE_AGGREGATES", "merge", "merged", "part_names", "parts", "result", "row_parts"]

@@ -57,7 +57,7 @@ from floodmark.spark.columns import quote
 from floodmark.spark.lookup import MAX_CONSTANT_SLOTS, constant_array, in_force_column
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.timeline import LateProbe, Timeline
-from floodmark.spark.windows.aggregates import ORDER_FREE, merge, parts, result, row_parts
+from floodmark.spark.windows.aggregates import NATIVE_AGGREGATES, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
 from floodmark.vocabulary import SAFE
@@ -106,7 +106,7 @@ def candidate(plan: WindowPlan) -> bool:
     if not 0 <= plan.lateness < SAFE >> 1:
         return False
     return all(
-        agg == "count" or (agg[0] in ORDER_FREE and plan.values[agg[1]] == "bigint")
+        agg == "count" or (agg[0] in NATIVE_AGGREGATES and plan.values[agg[1]] == "bigint")
         for agg in plan.aggs
     )
 
