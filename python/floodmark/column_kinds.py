@@ -16,6 +16,7 @@ from typing import Literal
 import pyarrow as pa
 
 from floodmark.exceptions import SchemaError
+from floodmark.time import check_unit
 
 #: How a time column's values become ticks: a timestamp (an instant), a timestamp
 #: without a time zone (its wall time read as UTC) or integer epoch values.
@@ -84,6 +85,19 @@ def time_kind(t: pa.DataType, name: str, parameter: str, shown: str | None = Non
     raise _refuse(name, parameter, t, shown, "use a timestamp or integer epoch column")
 
 
+def tick_unit(t: pa.DataType, unit: str | None, parameter: str) -> str:
+    """The tick an event-time or arrival column of Arrow type ``t`` is counted in:
+    ``unit`` when given, else, for a timestamp, the column's own precision (on Spark
+    ``us``: a Spark timestamp crosses to Python as ``timestamp[us]``), and for
+    integers (or a type :func:`time_kind` refuses) ``ms``, Flink's epoch milliseconds.
+
+    Raises:
+        InvalidParameterError: ``unit`` is not a time unit, naming ``parameter``.
+    """
+    default = t.unit if pa.types.is_timestamp(t) else "ms"
+    return check_unit(default if unit is None else unit, parameter)
+
+
 def marker_kind(
     t: pa.DataType, name: str, event: tuple[TimeKind, str], shown: str | None = None
 ) -> TimeKind:
@@ -105,4 +119,4 @@ def marker_kind(
     return kind
 
 
-__all__ = ["TimeKind", "key_type", "marker_kind", "time_kind", "value_type"]
+__all__ = ["TimeKind", "key_type", "marker_kind", "tick_unit", "time_kind", "value_type"]

@@ -31,10 +31,10 @@ from floodmark.arrays import (
     time_ticks,
     to_int64_array,
 )
-from floodmark.column_kinds import key_type, marker_kind, time_kind, value_type
+from floodmark.column_kinds import key_type, marker_kind, tick_unit, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
-from floodmark.time import I64_MIN, Duration, check_unit, interval_ticks, to_ticks
+from floodmark.time import I64_MIN, Duration, interval_ticks, to_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
     TimelineBuilder,
@@ -261,6 +261,12 @@ def check_columns(
     check_not_added(table.schema.names, {"records": WATERMARK_COLUMNS, **SIDE_OUTPUT_COLUMNS})
 
 
+def time_type(table: pa.Table, name: str) -> pa.DataType:
+    """The type of ``table``'s time column ``name`` (refused naming it if missing or
+    there twice), which decides its default tick (:func:`tick_unit`)."""
+    return table.schema.field(field_index(table.schema, name)).type
+
+
 def replay(
     table: pa.Table,
     strategy: WatermarkStrategy,
@@ -269,8 +275,8 @@ def replay(
     arrival: str,
     event_time: str | None = None,
     emit_interval: Duration = DEFAULT_EMIT_INTERVAL,
-    event_time_unit: str = "ms",
-    arrival_unit: str = "ms",
+    event_time_unit: str | None = None,
+    arrival_unit: str | None = None,
     window: Any = None,
     key: str | Sequence[str] = (),
     aggs: Sequence[str | tuple[str, str]] = ("count",),
@@ -283,6 +289,12 @@ def replay(
 
     Every strategy runs here, the punctuated one reading its marker column (watermarks
     in event-time ticks) and user Python generators too.
+
+    ``event_time_unit`` and ``arrival_unit`` are the ticks each time column is counted
+    in (durations, watermarks and window bounds too): ``s``, ``ms``, ``us`` or ``ns``.
+    By default an integer column's values are ``ms`` and a timestamp column is counted
+    in its own precision, as the Spark functions count theirs (a Spark timestamp is
+    ``us``): :func:`floodmark.column_kinds.tick_unit`.
 
     The topology (``docs/semantics.md``, "Which Flink job"): by default each channel is
     one source subtask reading one partition, and all channels end together after the
@@ -325,11 +337,11 @@ def replay(
     channel, arrival = column_name(channel, "channel"), column_name(arrival, "arrival")
     keys = column_names(key, "key")
     parsed = parse_aggs(aggs)
-    check_unit(event_time_unit, "event_time_unit")
-    check_unit(arrival_unit, "arrival_unit")
+    table = as_table(table, "table")
+    event_time_unit = tick_unit(time_type(table, ev), event_time_unit, "event_time_unit")
+    arrival_unit = tick_unit(time_type(table, arrival), arrival_unit, "arrival_unit")
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
     check_topology_strategy(resolved.kind, source_parallelism, end_of_input)
-    table = as_table(table, "table")
     values = [a[1] for a in parsed if isinstance(a, tuple)] if window is not None else []
     named = (ev, arrival, channel)
     check_columns(table, named, keys, values, resolved, event_time_unit)

@@ -354,7 +354,10 @@ class WindowOperator:
         aggs: ``"count"`` or ``(fn, column)`` with fn in sum/min/max/mean/first/last;
             output columns are named ``count`` and ``f"{fn}_{column}"``.
         allowed_lateness: allowed lateness (``timedelta`` or ticks), ``>= 0``.
-        unit: the tick unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``).
+        unit: the tick unit (``"s"``, ``"ms"``, ``"us"``, ``"ns"``; default ``"ms"``)
+            of integer and timestamp columns alike, fixed before any batch: for a
+            timestamp column give its precision (``"us"``) to count it as
+            :func:`floodmark.replay.replay` and the Spark functions do by default.
         arrival: optional arrival-time column: a late record's, reported as the
             ``trigger_time`` of the re-firing it causes (an advance's is its ``time``).
 

@@ -138,11 +138,18 @@ def test_a_timestamp_event_time_is_read_in_its_unit_by_both_stages() -> None:
         "key": "k",
         "window": TumblingEventTimeWindows.of(100),
     }
-    want, got = replay(ints, **kw), replay(stamps, **kw)
+    want, got = replay(ints, **kw), replay(stamps, event_time_unit="ms", **kw)
     assert got.records["watermark"] == want.records["watermark"]
     assert got.records["is_late"] == want.records["is_late"]
     assert got.results["count"] == want.results["count"]
     assert got.late.num_rows == want.late.num_rows
+    # By default a timestamp is counted in its own precision, as on Spark (there: us),
+    # and an integer in ms (floodmark.column_kinds.tick_unit)
+    micros = ints.set_column(0, "ts", pa.array([100, 95, 130, 20], pa.timestamp("us")))
+    by_default = replay(micros, **kw).records["watermark"]
+    assert by_default == want.records["watermark"]
+    assert by_default == replay(micros, event_time_unit="us", **kw).records["watermark"]
+    assert by_default != replay(micros, event_time_unit="ms", **kw).records["watermark"]
     floats = ints.set_column(0, "ts", pa.array([100.0, 95.0, 130.0, 20.0]))
     with pytest.raises(
         SchemaError,
@@ -220,7 +227,7 @@ def test_a_timestamp_marker_is_read_in_the_event_time_unit() -> None:
     kw: dict[str, Any] = {"channel": "chan", "arrival": "arr", "event_time": "ev"}
     strategy = WatermarkStrategy.for_punctuated("wm")
     want = replay(ints, strategy, **kw)
-    got = replay(stamps, strategy, **kw)
+    got = replay(stamps, strategy, event_time_unit="ms", **kw)
     assert got.timeline == want.timeline and got.timeline.num_rows > 0
     mixed = ints.set_column(3, "wm", stamps["wm"])
     with pytest.raises(SchemaError, match=r"`wm`.*needs the event-time column's type"):

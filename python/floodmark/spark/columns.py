@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from floodmark.column_kinds import TimeKind, key_type, marker_kind, time_kind, value_type
+from floodmark.column_kinds import (
+    TimeKind,
+    key_type,
+    marker_kind,
+    tick_unit,
+    time_kind,
+    value_type,
+)
 from floodmark.exceptions import InvalidParameterError, SchemaError
-from floodmark.time import TICKS_PER_SECOND, check_unit
+from floodmark.time import TICKS_PER_SECOND
 from floodmark.vocabulary import SAFE, first_repeat, named_twice
 
 if TYPE_CHECKING:
@@ -180,17 +187,14 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
     """
     dtype = field_type(df, name, parameter)
     kind = time_kind(as_arrow(dtype), name, parameter, dtype.simpleString())
-    if kind != "integer":
-        tick = check_unit(unit or "us", f"{parameter}_unit")
-        if tick not in _MICROS_PER_TICK:
-            raise InvalidParameterError(
-                f"{parameter}_unit",
-                f"{tick!r} is finer than the "
-                f"{dtype.simpleString()} column {name!r} (microseconds); use 'us' (the "
-                "default), 'ms' or 's'",
-            )
-        return TimeColumn(name, kind, tick)
-    return TimeColumn(name, kind, check_unit(unit or "ms", f"{parameter}_unit"))
+    tick = tick_unit(as_arrow(dtype), unit, f"{parameter}_unit")
+    if kind != "integer" and tick not in _MICROS_PER_TICK:
+        raise InvalidParameterError(
+            f"{parameter}_unit",
+            f"{tick!r} is finer than the {dtype.simpleString()} column {name!r} "
+            "(microseconds); use 'us' (the default), 'ms' or 's'",
+        )
+    return TimeColumn(name, kind, tick)
 
 
 def marker_column(df: DataFrame, name: str, event_time: TimeColumn) -> TimeColumn:

@@ -112,6 +112,37 @@ def test_microsecond_timestamps_read_in_milliseconds_equal_replay(spark: Any) ->
         out.unpersist()
 
 
+def test_a_timestamp_is_counted_in_its_precision_by_default_in_process_and_on_spark(
+    spark: Any,
+) -> None:
+    """With no unit given, a timestamp column is counted in microseconds by the Spark
+    functions and in its own precision by ``replay`` (one rule:
+    ``floodmark.column_kinds.tick_unit``), so the two give the same watermarks for the
+    same microsecond timestamps. ``replay`` counted them in milliseconds: Flink's ``-
+    1`` was a millisecond there and a microsecond on Spark."""
+    import numpy as np
+
+    t = plain_stream(rows=500, partitions=2, keys=3, duration_ms=10_000)
+    jitter = np.random.default_rng(7).integers(0, 1_000, size=(2, t.num_rows))
+    us = pa.timestamp("us", tz="UTC")
+    stamps = pa.table(
+        {
+            "id": pa.array(np.arange(t.num_rows)),
+            "partition": t["partition"],
+            "event_time": pa.array(t["event_time"].to_numpy() * 1_000 + jitter[0], us),
+            "arrival": pa.array(t["arrival"].to_numpy() * 1_000 + jitter[1], us),
+        }
+    )
+    kw: dict[str, Any] = {"event_time": "event_time", "channel": "partition", "arrival": "arrival"}
+    want = replay(stamps, STRATEGY, **kw).records.sort_by("id")
+    got = assign_watermarks(spark.createDataFrame(stamps), STRATEGY, **kw).toArrow().sort_by("id")
+    for name in ("channel_watermark", "watermark"):
+        ticks = got[name].cast(us).cast(pa.int64()).fill_null(-(2**63))
+        assert ticks.to_pylist() == want[name].to_pylist(), name
+    assert got["is_late"].to_pylist() == want["is_late"].to_pylist()
+    assert set(want["watermark"].to_numpy() % 1_000) != {999}  # not on a ms boundary - 1
+
+
 def test_timestamp_ntz_round_trips(spark: Any) -> None:
     t0 = datetime(2026, 3, 29, 0, 59, 58)  # near a DST change in Europe: NTZ must not care
     rows = [
