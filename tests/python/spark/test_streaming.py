@@ -190,6 +190,38 @@ def test_a_configuration_changed_before_the_first_commit_is_taken(
         run_query(spark, source, schema, native, tmp_path / "ck")
 
 
+@pytest.mark.parametrize(
+    ("window", "aggs", "why"),
+    [
+        (EventTimeSessionWindows.with_gap(timedelta(seconds=1)), ["count"], "not session"),
+        (
+            SlidingEventTimeWindows.of(timedelta(seconds=1), timedelta(seconds=2)),
+            ["count"],
+            "without gaps, not a slide of 2000 over 1000 ticks",
+        ),
+        (
+            SlidingEventTimeWindows.of(timedelta(seconds=2), timedelta(milliseconds=1)),
+            ["count"],
+            "at most 1,000 windows, not 2,000",
+        ),
+        (TumblingEventTimeWindows.of(timedelta(seconds=1)), [("mean", "value")], "mean_value"),
+    ],
+)
+def test_path_native_is_refused_saying_what_it_does_not_run(
+    spark: Any, stream: pa.Table, tmp_path: Path, window: Any, aggs: list, why: str
+) -> None:
+    """``path="native"`` where the native path does not apply is refused before the
+    first batch, naming what stops it (the rule the path choice reads:
+    ``spark.windows.native.not_native``); a window within every limit is taken."""
+    events = spark.createDataFrame(stream.slice(0, 10))
+    handler = windows_handler(tmp_path, window, timedelta(0), aggs, path="native")
+    with pytest.raises(InvalidParameterError, match=f"`path`: not the native path: .*{why}"):
+        handler.check(events)
+    fine = SlidingEventTimeWindows.of(timedelta(seconds=1), timedelta(milliseconds=1))
+    handler = windows_handler(tmp_path / "ok", fine, timedelta(0), ["count"], path="native")
+    assert handler.fingerprint(handler.check(events))["path"] == "native"
+
+
 def test_auto_takes_the_native_path_where_the_executors_lack_floodmark(
     spark: Any, stream: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,7 +66,7 @@ from floodmark.spark.windows.keyed import (
     output_schemas,
     packed_outputs,
 )
-from floodmark.spark.windows.native import candidate
+from floodmark.spark.windows.native import not_native
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
 from floodmark.spark.windows.side_outputs import (
     BROADCAST_ROWS,
@@ -304,13 +304,11 @@ class StreamingWindows(BatchHandler):
         (:meth:`resume`): a state written by an earlier floodmark, whose ``auto``
         preferred the native path, or before floodmark reached the executors, goes on
         as it was."""
-        native = candidate(wplan)
-        if self.path == "native" and not native:
+        why_not = not_native(wplan)
+        native = why_not is None
+        if self.path == "native" and why_not is not None:
             raise InvalidParameterError(
-                "path",
-                "the native path runs tumbling windows and "
-                "sliding windows without gaps, with count and sum/min/max/first/last of "
-                "integer columns; use path='auto' or 'keyed'",
+                "path", f"not the native path: {why_not}; use path='auto' or 'keyed'"
             )
         if self.path == "auto":
             if self._resumed == "keyed" or (self._resumed == "native" and native):

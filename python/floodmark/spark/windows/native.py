@@ -60,7 +60,7 @@ from floodmark.spark.timeline import LateProbe, Timeline
 from floodmark.spark.windows.aggregates import NATIVE_AGGREGATES, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
-from floodmark.vocabulary import SAFE
+from floodmark.vocabulary import SAFE, agg_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -98,17 +98,34 @@ def grid(plan: WindowPlan) -> tuple[str, int, int, int]:
 def candidate(plan: WindowPlan) -> bool:
     """Whether the stage may run natively, by its parameters alone (the timeline then
     aggregates what :func:`suitable` and :func:`late_bound` need)."""
+    return not_native(plan) is None
+
+
+def not_native(plan: WindowPlan) -> str | None:
+    """Why the stage cannot run natively, by its parameters alone (None: it can): the
+    one statement of what the native path runs, for :func:`candidate` and for the
+    refusal of a live query's ``path="native"``."""
     kind, size, step, _ = grid(plan)
-    if kind not in ("tumbling", "sliding") or step > size:  # gaps: records in no window
-        return False
-    if windows_per_record(plan) > MAX_WINDOWS_PER_RECORD or size >= SAFE >> 2:
-        return False
+    if kind not in ("tumbling", "sliding"):
+        return f"it runs tumbling and sliding windows, not {kind} windows"
+    if step > size:  # gaps: records in no window
+        return f"it runs sliding windows without gaps, not a slide of {step} over {size} ticks"
+    if windows_per_record(plan) > MAX_WINDOWS_PER_RECORD:
+        return (
+            f"it runs windows that put a record in at most {MAX_WINDOWS_PER_RECORD:,} "
+            f"windows, not {windows_per_record(plan):,}"
+        )
+    if size >= SAFE >> 2:
+        return f"it runs windows shorter than {SAFE >> 2} ticks, not {size}"
     if not 0 <= plan.lateness < SAFE >> 1:
-        return False
-    return all(
-        agg == "count" or (agg[0] in NATIVE_AGGREGATES and plan.values[agg[1]] == "bigint")
-        for agg in plan.aggs
-    )
+        return f"it runs an allowed lateness under {SAFE >> 1} ticks, not {plan.lateness}"
+    for agg in plan.aggs:
+        if agg != "count" and not (agg[0] in NATIVE_AGGREGATES and plan.values[agg[1]] == "bigint"):
+            return (
+                f"it runs count and {'/'.join(NATIVE_AGGREGATES)} of integer columns, "
+                f"not {agg_name(agg)}"
+            )
+    return None
 
 
 def windows_per_record(plan: WindowPlan) -> int:
