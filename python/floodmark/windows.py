@@ -172,6 +172,30 @@ WindowAssigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeS
 WINDOW_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, EventTimeSessionWindows)
 
 
+def window_params(window: Any, unit: str) -> _Params:
+    """``window``'s parameters as ``(kind, size, slide, offset, gap)`` in ticks of the
+    event-time ``unit``: the one check of a ``window`` argument, in every layer.
+
+    Raises:
+        InvalidParameterError: naming ``window``: not one of the assigners, or a
+            parameter out of range once in ``unit`` ticks (a duration under a tick is 0).
+    """
+    if not isinstance(window, WINDOW_ASSIGNERS):
+        raise InvalidParameterError(
+            "window",
+            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
+            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
+        )
+    try:
+        return window.params(unit)
+    except InvalidParameterError as err:
+        raise InvalidParameterError(
+            "window",
+            f"{err} (in whole ticks of the event-time unit {unit!r}: a duration is "
+            "truncated to it, so one under a tick is 0)",
+        ) from None
+
+
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
     """Flink's ``TimeWindow.getWindowStartWithOffset`` (Java remainder, wrapping).
 
@@ -376,13 +400,8 @@ class WindowOperator:
         unit: str = "ms",
         arrival: str | None = None,
     ) -> None:
-        if not isinstance(window, WINDOW_ASSIGNERS):
-            raise InvalidParameterError(
-                "window",
-                "expected TumblingEventTimeWindows, "
-                "SlidingEventTimeWindows or EventTimeSessionWindows",
-            )
         self._unit = check_unit(unit)
+        kind, size, slide, offset, gap = window_params(window, self._unit)
         self._keys = column_names(key, "key")
         if not self._keys:
             raise InvalidParameterError("key", "give one or more column names")
@@ -395,7 +414,6 @@ class WindowOperator:
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
         check_result_names(self._keys, self._agg_names)
         lateness = to_ticks(allowed_lateness, unit, "allowed_lateness")
-        kind, size, slide, offset, gap = window.params(unit)
         self._window = window
         self._native = _core.WindowOperator(
             kind,

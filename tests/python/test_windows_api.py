@@ -423,3 +423,22 @@ def test_a_window_grid_steps_by_the_slide_or_the_size() -> None:
     assert TumblingEventTimeWindows.of(10 * s, 3 * s).grid() == (10_000, 10_000, 3_000)
     assert SlidingEventTimeWindows.of(10 * s, 5 * s).grid("s") == (10, 5, 0)
     assert EventTimeSessionWindows.with_gap(3 * s).grid() == (0, 0, 0)
+
+
+def test_a_bad_window_is_refused_as_on_spark() -> None:
+    """The window operator (and ``replay``) check a ``window`` argument with the Spark
+    functions' check (``floodmark.windows.window_params``): the same words, naming
+    ``window``, and a duration under one tick of the unit says it was truncated to 0."""
+    from floodmark.replay import replay
+
+    with pytest.raises(InvalidParameterError, match=r"`window`: expected Tumbling.*got str"):
+        WindowOperator("tumbling", key="k", event_time="ts")
+    tiny = TumblingEventTimeWindows.of(timedelta(microseconds=500))
+    truncated = r"`window`: .*`size`: must be > 0, got 0 \(in whole ticks of the event-time"
+    with pytest.raises(InvalidParameterError, match=truncated):
+        WindowOperator(tiny, key="k", event_time="ts", unit="ms")
+    table = pa.table({"ts": [1], "at": [0], "ch": [0], "k": ["a"]})
+    bounded = floodmark.WatermarkStrategy.for_bounded_out_of_orderness(0)
+    with pytest.raises(InvalidParameterError, match=truncated):
+        replay(table, bounded, channel="ch", arrival="at", event_time="ts", key="k", window=tiny)
+    assert WindowOperator(tiny, key="k", event_time="ts", unit="us").watermark == -(2**63)

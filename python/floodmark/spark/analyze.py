@@ -44,6 +44,7 @@ from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
 from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS, column_names
+from floodmark.windows import window_params
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
     """``(size, slide, offset)`` in ticks of a tumbling or sliding assigner."""
-    kind = getattr(window, "kind", None)
+    kind = window_params(window, unit)[0]
     if kind not in SWEPT_WINDOWS:
         raise InvalidParameterError(
             "window", f"bound analysis needs a tumbling or sliding window ({NOT_SWEPT})"

@@ -59,7 +59,7 @@ from floodmark.vocabulary import (
     flag,
     parse_aggs,
 )
-from floodmark.windows import LATE, ON_TIME, WINDOW_ASSIGNERS
+from floodmark.windows import LATE, ON_TIME, window_params
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -249,27 +249,9 @@ def make_window_plan(
         lateness,
         send_channel=channel not in keys and channel not in values,
     )
-    check_window(window, wm_plan.event_time.unit)
+    window_params(window, wm_plan.event_time.unit)
     check_output_names(plan, df)
     return plan
-
-
-def check_window(window: Any, unit: str) -> None:
-    """Fail early (before any job) on an invalid window assigner."""
-    if not isinstance(window, WINDOW_ASSIGNERS):
-        raise InvalidParameterError(
-            "window",
-            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
-            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
-        )
-    try:
-        window.params(unit)
-    except InvalidParameterError as err:
-        raise InvalidParameterError(
-            "window",
-            f"{err} (in whole ticks of the event-time unit {unit!r}: a duration is "
-            "truncated to it, so one under a tick is 0)",
-        ) from None
 
 
 def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
