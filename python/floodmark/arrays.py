@@ -48,6 +48,62 @@ def time_column(arr: pa.Array, column: str, unit: str, parameter: str) -> pa.Arr
     return time_ticks(arr, column, unit)
 
 
+#: Arrow types without a take kernel, taken as these and cast back.
+_VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
+
+
+def take_column(arr: pa.Array | pa.ChunkedArray, rows: pa.Array) -> pa.Array | pa.ChunkedArray:
+    """``arr.take(rows)`` for any column a table can hold: a view type (Arrow has no
+    take for them) as its large type cast back, a run-end encoded one decoded and
+    encoded again."""
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if t in _VIEWS:
+        return arr.cast(_VIEWS[t]).take(rows).cast(t)
+    if pa.types.is_run_end_encoded(t):
+        taken = pc.run_end_decode(arr).take(rows)
+        return pc.run_end_encode(taken, run_end_type=t.run_end_type)
+    return arr.take(rows)
+
+
+def take_rows(data: Any, rows: pa.Array) -> Any:
+    """``data.take(rows)`` (a table or record batch), every column taken by
+    :func:`take_column`: the one way floodmark takes input rows (the records it sorts,
+    the late and dropped rows), which carry every input column whatever its type."""
+    if not any(t in _VIEWS or pa.types.is_run_end_encoded(t) for t in data.schema.types):
+        return data.take(rows)
+    arrays = [take_column(c, rows) for c in data.columns]
+    return type(data).from_arrays(arrays, schema=data.schema)
+
+
+def check_takeable(data: Any) -> None:
+    """Every column of ``data`` (a table or record batch) can be taken by
+    :func:`take_rows`, as the records, late and dropped rows carry every input column:
+    checked before any work, so that a call never fails after the engine moved on.
+
+    Raises:
+        SchemaError: naming the first column that cannot be.
+    """
+    none = pa.array([], pa.int64())
+    for name, column in zip(data.schema.names, data.columns, strict=True):
+        try:
+            take_column(column, none)
+        except pa.ArrowException as err:
+            raise SchemaError(
+                name,
+                f"has type {column.type}, whose rows floodmark cannot carry into its "
+                f"outputs (pyarrow: {err}); cast or drop the column first",
+            ) from None
+
+
+def filter_rows(data: Any, mask: Any) -> Any:
+    """``data.filter(mask)`` (a table or record batch), by :func:`take_rows`."""
+    import pyarrow.compute as pc
+
+    return take_rows(data, pc.indices_nonzero(pc.fill_null(mask, False)))
+
+
 def combined(table: pa.Table) -> pa.Table:
     """``table.combine_chunks()``: one chunk per column, unless a column does not fit
     one (strings or bytes over 2 GiB, past Arrow's 32-bit offsets)."""
@@ -165,15 +221,19 @@ def _from_pandas(frame: Any, parameter: str) -> pa.Table:
             raise _named_twice(name, times)
     try:
         return pa.Table.from_pandas(frame, preserve_index=False)
-    except pa.ArrowException as err:
-        where = re.search(r"Conversion failed for column (.+) with type (\S+)", str(err.args[-1]))
+    except (pa.ArrowException, TypeError) as err:  # TypeError: sparse data
+        text = str(err.args[-1]) if err.args else str(err)
+        # "Conversion failed for column x with type object", "... (column x) ..."
+        where = re.search(r"Conversion failed for column (.+) with type (\S+)", text)
+        where = where or re.search(r"\(column (.+)\)", text)
         if where is None:
             raise InvalidParameterError(
                 parameter, f"pyarrow cannot convert this pandas DataFrame to Arrow: {err}"
             ) from None
+        kind = f"{where.group(2)} " if where.re.groups > 1 else ""
+        said = err.args[0] if err.args else err
         raise SchemaError(
-            where.group(1),
-            f"pyarrow cannot convert this {where.group(2)} column to Arrow: {err.args[0]}",
+            where.group(1), f"pyarrow cannot convert this {kind}column to Arrow: {said}"
         ) from None
 
 

@@ -26,7 +26,10 @@ import pyarrow.compute as pc
 
 from floodmark.arrays import (
     as_table,
+    check_takeable,
     field_index,
+    filter_rows,
+    take_rows,
     time_column,
     time_ticks,
     to_int64_array,
@@ -134,14 +137,14 @@ def processing_order(
         order = pc.sort_indices(
             keyed, sort_keys=[(c, "ascending") for c in columns], null_placement="at_start"
         )
-    return table.take(order)
+    return take_rows(table, order)
 
 
 def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.Table:
     """The rows the watermark stages cannot place (a null event time, arrival or
     channel), with the ``reason``, in the Spark functions' words."""
     invalid = pc.invert(valid_rows(table, event_time, arrival, channel))
-    errors = table.filter(invalid)
+    errors = filter_rows(table, invalid)
     columns = (event_time, arrival, channel)  # in the order of NULL_REASONS
     reason = pc.case_when(pc.make_struct(*[pc.is_null(errors[c]) for c in columns]), *NULL_REASONS)
     return errors.append_column("reason", reason)
@@ -259,6 +262,7 @@ def check_columns(
         event = (time_kind(table.schema.field(ev).type, ev, "event_time"), event_time_unit)
         marker_kind(table.schema.field(resolved.marker_column).type, resolved.marker_column, event)
     check_not_added(table.schema.names, {"records": WATERMARK_COLUMNS, **SIDE_OUTPUT_COLUMNS})
+    check_takeable(table)
 
 
 def time_type(table: pa.Table, name: str) -> pa.DataType:
@@ -351,7 +355,7 @@ def replay(
     errors = null_reasons(table, ev, arrival, channel)
     ties = tie_values(parsed) if window is not None else []
     table = processing_order(
-        table.filter(valid_rows(table, ev, arrival, channel)),
+        filter_rows(table, valid_rows(table, ev, arrival, channel)),
         arrival,
         channel,
         ev,
@@ -424,7 +428,9 @@ def replay(
     late = pa.Table.from_batches([o.late for o in outs]) if outs else empty
     dropped = pa.Table.from_batches([o.dropped for o in outs]) if outs else empty
     if dropped.num_columns:
-        errors = pa.concat_tables([errors, dropped.select(errors.column_names).cast(errors.schema)])
+        # by position: the input may have two columns of one name that no call reads
+        same = [c.cast(f.type) for c, f in zip(dropped.columns, errors.schema, strict=True)]
+        errors = pa.concat_tables([errors, pa.Table.from_arrays(same, schema=errors.schema)])
     return Replay(records, timeline, results, late, errors)
 
 

@@ -163,13 +163,27 @@ class WatermarkStrategy:
         emission (slower than a built-in generator); its snapshots pickle the object.
 
         Raises:
-            InvalidParameterError: ``factory`` is not callable.
+            InvalidParameterError: ``factory`` is not callable, or not with no
+                arguments (a class whose ``__init__`` takes a bound, say: pass
+                ``functools.partial(MyGenerator, bound)`` or a lambda).
         """
+        import inspect
+
         if not callable(factory):
             raise InvalidParameterError(
                 "factory",
                 f"expected a zero-argument callable, got {type(factory).__name__}",
             )
+        try:
+            inspect.signature(factory).bind()
+        except TypeError as err:
+            raise InvalidParameterError(
+                "factory",
+                f"expected a zero-argument callable, but calling it with none fails ({err}); "
+                "bind its arguments with functools.partial or a lambda",
+            ) from None
+        except ValueError:  # no signature to read (some builtins): called as it is
+            pass
         return cls(_Spec("python", factory=factory))
 
     # --- modifiers ---------------------------------------------------------------

@@ -32,7 +32,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.arrays import as_table, combined, field_index, one_batch, time_column
+from floodmark.arrays import (
+    as_table,
+    check_takeable,
+    combined,
+    field_index,
+    one_batch,
+    take_rows,
+    time_column,
+)
 from floodmark.column_kinds import key_type, value_type
 from floodmark.exceptions import (
     InvalidInputError,
@@ -275,19 +283,6 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
 
 
-def _take(batch: pa.RecordBatch, rows: pa.Array) -> pa.RecordBatch:
-    """``batch.take(rows)``, view-typed columns too (Arrow has no take for them: they
-    are taken as their large type and cast back)."""
-    views = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
-    if not any(t in views for t in batch.schema.types):
-        return batch.take(rows)
-    arrays = [
-        c.cast(views[c.type]).take(rows).cast(c.type) if c.type in views else c.take(rows)
-        for c in batch.columns
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
-
-
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
     """A key column as the operator groups it (:func:`floodmark.column_kinds.key_type`)."""
     if pa.types.is_dictionary(arr.type):  # keyed by value, whatever the dictionary
@@ -429,7 +424,7 @@ class WindowOperator:
             self._agg_names,
             arrival,
         )
-        self._input_schema = pa.schema([])
+        self._no_rows = pa.RecordBatch.from_pylist([])  # the input's columns, no rows
         self._key_types: list[pa.DataType] | None = None
 
     @property
@@ -447,6 +442,7 @@ class WindowOperator:
         by the first batch with rows: an empty one, e.g. an empty pandas frame, has no
         key to say them)."""
         check_not_added(batch.schema.names, SIDE_OUTPUT_COLUMNS)
+        check_takeable(batch)
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []
@@ -469,8 +465,9 @@ class WindowOperator:
         )
         names.append(self._event_time)
         for name in self._value_names:
+            value = _value_column(_column(batch, name), name)  # a key or time column too
             if name not in names:
-                arrays.append(_value_column(_column(batch, name), name))
+                arrays.append(value)
                 names.append(name)
         if self._arrival is not None and self._arrival not in names:
             arrays.append(
@@ -487,9 +484,9 @@ class WindowOperator:
         results, late_rows, late_wm, dropped_rows, reasons = raw
         source = batch
         if source is None:
-            source = pa.RecordBatch.from_pylist([], schema=self._input_schema)
-        late = _take(source, late_rows).append_column("watermark", late_wm.cast(pa.int64()))
-        dropped = _take(source, dropped_rows).append_column("reason", reasons.cast(pa.string()))
+            source = self._no_rows
+        late = take_rows(source, late_rows).append_column("watermark", late_wm.cast(pa.int64()))
+        dropped = take_rows(source, dropped_rows).append_column("reason", reasons.cast(pa.string()))
         return WindowOutput(self._timing(results), late, dropped)
 
     def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:
@@ -530,7 +527,7 @@ class WindowOperator:
         raw = self._native.process(native_batch, positions, marks, times, key_types)
         if rb.num_rows:
             self._key_types = key_types
-        self._input_schema = rb.schema
+        self._no_rows = rb.slice(0, 0)
         return self._output(raw, rb)
 
     def _process_parts(
@@ -551,7 +548,7 @@ class WindowOperator:
                 "position",
                 f"advance positions must be non-decreasing and within 0..={total}, got {positions}",
             )
-        before = (self.snapshot(), self._key_types, self._input_schema)
+        before = (self.snapshot(), self._key_types, self._no_rows)
         try:
             outputs = []
             base, a = 0, 0
@@ -568,7 +565,7 @@ class WindowOperator:
             return WindowOutput(*(_concat([o[i] for o in outputs]) for i in range(3)))
         except Exception:
             self.restore(before[0])
-            self._key_types, self._input_schema = before[1], before[2]
+            self._key_types, self._no_rows = before[1], before[2]
             raise
 
     def advance(self, watermark: int, time: int | None = None) -> WindowOutput:
@@ -619,7 +616,7 @@ class WindowOperator:
         self._native.restore(native)
         # What this operator saw before is not the snapshot's: the next batch names the
         # key types (until then the results carry the engine's, int64 or string).
-        self._key_types, self._input_schema = None, pa.schema([])
+        self._key_types, self._no_rows = None, pa.RecordBatch.from_pylist([])
 
 
 __all__ = [

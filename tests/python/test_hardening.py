@@ -785,3 +785,113 @@ def test_an_emission_interval_under_one_tick_is_refused_alike_everywhere() -> No
             with pytest.raises(InvalidParameterError, match="at least one tick") as err:
                 call({"emit_interval": interval})
             assert err.value.parameter == "emit_interval"
+
+
+def _odd_columns() -> dict[str, pa.Array]:
+    """Four-row columns of types Arrow cannot take or build from Python lists: each
+    failed the late/dropped rows (or the sort) after the engine had moved on."""
+    import pandas as pd
+
+    nulls = pd.Series(["x", None], dtype="category").iloc[[1] * 4]  # all null:
+    empty_categories = nulls.cat.remove_unused_categories().values  # dictionary<values=null>
+    return {
+        "tag": pa.array(empty_categories),
+        "run": pa.RunEndEncodedArray.from_arrays(pa.array([4], pa.int32()), pa.array(["web"])),
+        "either": pa.UnionArray.from_dense(
+            pa.array([0] * 4, pa.int8()), pa.array(range(4), pa.int32()), [pa.array([1, 2, 3, 4])]
+        ),
+        "view": pa.array(["p", "q", "r", "s"], pa.string_view()),
+        "lists": pa.DictionaryArray.from_arrays(pa.array([0] * 4, pa.int8()), pa.array([[1]])),
+    }
+
+
+@pytest.mark.parametrize("column", list(_odd_columns()))
+def test_an_input_column_of_any_type_is_carried_and_loses_no_result(column: str) -> None:
+    """An input column floodmark does not read, of a type Arrow takes no rows of (run-end
+    encoded, views) or builds no empty column of (a dictionary of nulls or lists, a
+    dense union), made the window operator fail after the engine had fired the windows:
+    the results were lost, every later call failed too. ``replay`` failed on it as well.
+    Now the rows are taken by one rule (``floodmark.arrays.take_rows``) and the column
+    comes back in the late and dropped rows."""
+    odd = _odd_columns()[column]
+    table = _events(**{column: odd})
+    op = WindowOperator(TUMBLING, key="k", event_time="ts")
+    op.process(table)
+    fired = op.advance(100)
+    assert sorted(fired.results["count"].to_pylist()) == [2, 2]
+    late = op.process(table)
+    assert late.late.num_rows == table.num_rows and late.late[column].type == odd.type
+    assert late.late[column].to_pylist() == odd.to_pylist()
+    got = replay(
+        table, BOUNDED, channel="ch", arrival="at", event_time="ts", key="k", window=TUMBLING
+    )
+    assert got.records[column].to_pylist() == odd.to_pylist()
+    assert sum(got.results["count"].to_pylist()) + got.late.num_rows == table.num_rows
+
+
+def test_two_input_columns_of_one_name_that_no_call_reads_are_carried() -> None:
+    """``replay`` with a window built its dropped rows by name: a raw KeyError when two
+    columns it does not read share a name (without a window it worked)."""
+    table = _events().append_column("note", pa.array([1, 2, 3, 4]))
+    table = table.append_column("note", pa.array(["a", "b", "c", "d"]))
+    table = table.set_column(0, "ts", pa.array([None, 1, 2, 3], pa.int64()))
+    for window in ({}, {"window": TUMBLING, "key": "k"}):
+        got = replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts", **window)
+        assert got.dropped.num_rows == 1 and got.dropped.column_names[-3:] == [
+            "note",
+            "note",
+            "reason",
+        ]
+
+
+def test_a_sparse_pandas_column_is_refused_naming_it() -> None:
+    import pandas as pd
+
+    from floodmark.exceptions import SchemaError
+
+    frame = _events().to_pandas().assign(sp=pd.arrays.SparseArray([0, 1, 0, 1]))
+    with pytest.raises(SchemaError, match="`sp`: pyarrow cannot convert this column"):
+        replay(frame, BOUNDED, channel="ch", arrival="at", event_time="ts")
+    with pytest.raises(SchemaError, match="`sp`"):
+        WindowOperator(TUMBLING, key="k", event_time="ts").process(frame)
+
+
+def test_a_generator_factory_that_needs_arguments_is_refused_naming_it() -> None:
+    """Its ``TypeError`` came from the first call into it, naming nothing of floodmark's."""
+
+    class Bounded:
+        def __init__(self, bound: int) -> None:
+            self.bound = bound
+
+    with pytest.raises(InvalidParameterError, match="`factory`: expected a zero-argument"):
+        WatermarkStrategy.for_generator(Bounded)
+    WatermarkStrategy.for_generator(lambda: Bounded(5))  # bound: taken
+
+
+def test_a_time_column_aggregated_is_judged_as_a_value_column() -> None:
+    """The window operator skipped the value rule for a column it already read as the
+    event time: it summed a timestamp's ticks where ``replay`` refuses the column."""
+    from floodmark.exceptions import SchemaError
+
+    table = _events().set_column(0, "ts", pa.array([1, 2, 3, 4], pa.timestamp("ms")))
+    aggs = {"key": "k", "aggs": [("sum", "ts")]}
+    with pytest.raises(SchemaError, match="aggs= column 'ts' has type timestamp"):
+        WindowOperator(TUMBLING, event_time="ts", **aggs).process(table)
+    with pytest.raises(SchemaError, match="aggs= column 'ts' has type timestamp"):
+        replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts", window=TUMBLING, **aggs)
+
+
+def test_a_column_whose_rows_arrow_cannot_take_is_refused_before_any_work() -> None:
+    """A view nested in a struct has no take in Arrow: refused naming the column
+    before the engine moves (``floodmark.arrays.check_takeable``), not after it fired
+    windows whose results could not be returned."""
+    from floodmark.exceptions import SchemaError
+
+    nested = pa.array([{"a": "x"}] * 4, pa.struct([("a", pa.string_view())]))
+    table = _events(nested=nested)
+    op = WindowOperator(TUMBLING, key="k", event_time="ts")
+    with pytest.raises(SchemaError, match="`nested`: has type struct<a: string_view>"):
+        op.process(table, {"position": [4], "watermark": [100]})
+    assert op.position == 0 and op.watermark == -(2**63)
+    with pytest.raises(SchemaError, match="`nested`"):
+        replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")
