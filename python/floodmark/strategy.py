@@ -18,6 +18,7 @@ from typing import Literal
 from floodmark.exceptions import InvalidParameterError
 from floodmark.generator import UserGenerator, WatermarkGenerator
 from floodmark.time import Duration, as_int
+from floodmark.vocabulary import column_name
 
 Kind = Literal[
     "bounded_out_of_orderness", "punctuated", "processing_time_lag", "no_watermarks", "python"
@@ -37,15 +38,6 @@ def _check_duration(value: object, parameter: str, *, positive: bool) -> Duratio
     if value < zero or (positive and value == zero):  # type: ignore[operator]
         need = "greater than zero" if positive else ">= 0"
         raise InvalidParameterError(parameter, f"must be {need}, got {value!r}")
-    return value
-
-
-def _check_column(value: object, parameter: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidParameterError(
-            parameter,
-            f"expected a non-empty column name, got {value!r}",
-        )
     return value
 
 
@@ -126,7 +118,7 @@ class WatermarkStrategy:
             >>> r.record_watermark.to_pylist()[2]  # emitted right after the second record
             6
         """
-        return cls(_Spec("punctuated", marker_column=_check_column(marker_column, "marker_column")))
+        return cls(_Spec("punctuated", marker_column=column_name(marker_column, "marker_column")))
 
     @classmethod
     def for_processing_time_lag(cls, lag: Duration) -> WatermarkStrategy:
@@ -207,7 +199,7 @@ class WatermarkStrategy:
 
     def with_timestamp_assigner(self, column: str) -> WatermarkStrategy:
         """Takes event timestamps from ``column``."""
-        c = _check_column(column, "column")
+        c = column_name(column, "column")
         return WatermarkStrategy(replace(self._spec, timestamp_column=c))
 
     # --- properties --------------------------------------------------------------
@@ -316,11 +308,7 @@ def event_time_column(strategy: object, event_time: object) -> str:
             "name the event-time column, either "
             "event_time='ts' or strategy.with_timestamp_assigner('ts')",
         )
-    if not isinstance(name, str):
-        raise InvalidParameterError(
-            "event_time", f"expected a column name (str), got {type(name).__name__}"
-        )
-    return name
+    return column_name(name, "event_time")
 
 
 __all__ = ["WatermarkStrategy", "check_strategy", "event_time_column"]

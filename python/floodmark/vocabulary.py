@@ -154,12 +154,20 @@ def snapshot_bytes(data: object) -> bytes:
     return bytes(data)
 
 
-def column_name(value: object, parameter: str) -> str:
-    """A column name given as ``parameter``; a clear error for anything else (a
-    position, a ``Column`` object: floodmark takes names)."""
-    if not isinstance(value, str):
+def column_name(value: object, parameter: str, needs: str = "") -> str:
+    """A column name given as ``parameter``: a non-empty ``str``; a clear error for
+    anything else (a position, a ``Column`` object, ``""``: floodmark takes names),
+    the one check of a name argument in every layer. ``needs``: what the call needs
+    the column for, added to the error.
+
+    Raises:
+        InvalidParameterError: naming ``parameter``.
+    """
+    if not isinstance(value, str) or not value:
+        plain = isinstance(value, (str, int, float, type(None)))
+        shown = repr(value) if plain else type(value).__name__
         raise InvalidParameterError(
-            parameter, f"expected a column name (str), got {type(value).__name__}"
+            parameter, f"expected a column name (a non-empty str), got {shown}{needs}"
         )
     return value
 
@@ -174,7 +182,7 @@ def column_names(value: object, parameter: str) -> list[str]:
     except TypeError:
         names = None
     if names is not None and all(isinstance(n, str) for n in names):
-        return [str(n) for n in names]
+        return [column_name(n, parameter) for n in names]
     raise InvalidParameterError(
         parameter, f"expected a column name (str) or a list of them, got {type(value).__name__}"
     )
@@ -182,6 +190,21 @@ def column_names(value: object, parameter: str) -> list[str]:
 
 #: An aggregate as given: ``"count"`` or a ``(function, column)`` pair.
 Agg = str | tuple[str, str]
+
+
+def window_keys(value: object) -> list[str]:
+    """A window's ``key=``: one column name or several, at least one (Flink's windows
+    are keyed: ``keyBy`` before ``window``).
+
+    Raises:
+        InvalidParameterError: naming ``key``.
+    """
+    keys = column_names(value, "key")
+    if not keys:
+        raise InvalidParameterError(
+            "key", "a window needs at least one key column: key='user' or key=['a', 'b']"
+        )
+    return keys
 
 
 def parse_aggs(aggs: object) -> list[Agg]:
@@ -287,4 +310,5 @@ __all__ = [
     "processing_order",
     "result_columns",
     "tie_values",
+    "window_keys",
 ]

@@ -55,9 +55,10 @@ from floodmark.vocabulary import (
     agg_name,
     check_not_added,
     check_result_names,
-    column_names,
+    column_name,
     parse_aggs,
     snapshot_bytes,
+    window_keys,
 )
 
 #: The ``timing`` of a result: fired when the watermark passed the window's end, or
@@ -397,15 +398,9 @@ class WindowOperator:
     ) -> None:
         self._unit = check_unit(unit)
         kind, size, slide, offset, gap = window_params(window, self._unit)
-        self._keys = column_names(key, "key")
-        if not self._keys:
-            raise InvalidParameterError("key", "give one or more column names")
-        if not isinstance(event_time, str):
-            raise InvalidParameterError("event_time", f"expected a column name, got {event_time!r}")
-        if arrival is not None and not isinstance(arrival, str):
-            raise InvalidParameterError("arrival", f"expected a column name, got {arrival!r}")
-        self._event_time = event_time
-        self._arrival = arrival
+        self._keys = window_keys(key)
+        self._event_time = column_name(event_time, "event_time")
+        self._arrival = None if arrival is None else column_name(arrival, "arrival")
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
         check_result_names(self._keys, self._agg_names)
         lateness = to_ticks(allowed_lateness, unit, "allowed_lateness")

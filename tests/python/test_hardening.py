@@ -895,3 +895,27 @@ def test_a_column_whose_rows_arrow_cannot_take_is_refused_before_any_work() -> N
     assert op.position == 0 and op.watermark == -(2**63)
     with pytest.raises(SchemaError, match="`nested`"):
         replay(table, BOUNDED, channel="ch", arrival="at", event_time="ts")
+
+
+def test_a_column_name_and_a_windows_keys_are_checked_alike_everywhere() -> None:
+    """One check of a name argument (``floodmark.vocabulary.column_name``) and of a
+    window's keys (``window_keys``): ``""`` was refused by some calls and taken by others
+    (then "missing column", or silently), and an empty key list got two wordings, one
+    about a parameter ``replay``'s caller never gave."""
+    strategy = WatermarkStrategy.for_monotonous_timestamps()
+    calls: list[Callable[[], object]] = [
+        lambda: replay(_events(), BOUNDED, channel="", arrival="at", event_time="ts"),
+        lambda: replay(_events(), BOUNDED, channel="ch", arrival="at", event_time=""),
+        lambda: WindowOperator(TUMBLING, key="k", event_time=""),
+        lambda: WindowOperator(TUMBLING, key=["k", ""], event_time="ts"),
+        lambda: WatermarkStrategy.for_punctuated(""),
+        lambda: strategy.with_timestamp_assigner(""),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidParameterError, match=r"expected a column name \(a non-empty"):
+            call()
+    no_key = "`key`: a window needs at least one key column"
+    with pytest.raises(InvalidParameterError, match=no_key):
+        WindowOperator(TUMBLING, key=[], event_time="ts")
+    with pytest.raises(InvalidParameterError, match=no_key):
+        replay(_events(), BOUNDED, channel="ch", arrival="at", event_time="ts", window=TUMBLING)

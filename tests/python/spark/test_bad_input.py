@@ -110,6 +110,11 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "key named like an output": ("'watermark'", lambda df: keyed_as(df, "watermark")),
     "key named like an output, other case": ("'Timing'", lambda df: keyed_as(df, "Timing")),
     "key given twice": ("'k'", lambda df: windowed(df, key=["k", "k"])),
+    "no key": ("`key`: a window needs at least one key column", lambda df: windowed(df, key=[])),
+    "an empty column name": (
+        "`channel`: expected a column name (a non-empty str), got ''",
+        lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": ""}),
+    ),
     "channel None": (
         "`channel`",
         lambda df: assign_watermarks(df, STRATEGY, **{**COLUMNS, "channel": None}),

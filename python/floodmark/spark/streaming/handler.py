@@ -59,7 +59,7 @@ from floodmark.spark.streaming.outputs import ParquetOutputs, check_sink, check_
 from floodmark.spark.streaming.state import NEW_QUERY, StateError, StateStore
 from floodmark.strategy import WatermarkStrategy, check_strategy
 from floodmark.time import Duration, to_ticks
-from floodmark.vocabulary import flag
+from floodmark.vocabulary import column_name, flag
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -167,11 +167,7 @@ class BatchHandler(ABC):
             ("channel", channel, "a channel column: the Kafka partition"),
             ("arrival", arrival, "an arrival column: the Kafka record timestamp"),
         ):
-            if not isinstance(value, str) or not value:
-                raise InvalidParameterError(
-                    parameter,
-                    f"expected a column name, got {value!r} (a live query needs {what})",
-                )
+            column_name(value, parameter, needs=f" (a live query needs {what})")
         if not isinstance(state_location, str) or not state_location:
             raise InvalidParameterError(
                 "state_location",

@@ -55,9 +55,9 @@ from floodmark.vocabulary import (
     agg_name,
     check_not_added,
     check_result_names,
-    column_names,
     flag,
     parse_aggs,
+    window_keys,
 )
 from floodmark.windows import LATE, ON_TIME, window_params
 
@@ -229,9 +229,7 @@ def make_window_plan(
 ) -> WindowPlan:
     """The window stage's arguments checked against ``df``'s schema (before any job)
     and resolved; shared by :func:`window_aggregate` and the streaming handler."""
-    keys = column_names(key, "key")
-    if not keys:
-        raise InvalidParameterError("key", "give at least one key column")
+    keys = window_keys(key)
     for k in keys:
         key_column(df, k, "key")
     parsed = parse_aggs(aggs)
