@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from floodmark.time import MICROS_PER_SUFFIX, format_duration
@@ -233,14 +234,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+def data_files(folder: Path) -> list[Path]:
+    """The files Spark reads from ``folder``: every file below it whose name, and the
+    names of the folders between, start with neither ``_`` nor ``.``."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not any(p.startswith(("_", ".")) for p in parts):
+            found.append(path)
+    return found
+
+
 def infer_format(path: str) -> str:
     """The input format from a file's (or a folder's files') extension.
 
     Raises:
         ValueError: the format cannot be told; the message says to pass ``--format``.
     """
-    from pathlib import Path
-
     suffixes = {
         ".parquet": "parquet",
         ".pq": "parquet",
@@ -254,12 +264,7 @@ def infer_format(path: str) -> str:
     if not found and p.is_dir():
         # Spark skips names starting with "_" or "." (_delta_log/, _spark_metadata/,
         # .crc files) when it reads a folder: so does the format's guess.
-        found = {
-            suffixes[f.suffix.lower()]
-            for f in p.rglob("*")
-            if f.suffix.lower() in suffixes
-            and not any(part.startswith(("_", ".")) for part in f.relative_to(p).parts)
-        }
+        found = {suffixes[f.suffix.lower()] for f in data_files(p) if f.suffix.lower() in suffixes}
     if len(found) != 1:
         what = "mixed formats" if found else "no .parquet, .csv or .json extension"
         raise ValueError(

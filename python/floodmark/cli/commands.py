@@ -215,11 +215,14 @@ def check_whole_ticks(
     Raises:
         UsageError: naming the flag, the value and the unit.
     """
+    from floodmark.spark.arrival import ROW_ARRIVAL_UNIT
     from floodmark.spark.columns import time_column
 
     event = time_column(df, spec.event_time, spec.event_time_unit, "event_time").unit
     arrival = (
-        time_column(df, spec.arrival, spec.arrival_unit, "arrival").unit if spec.arrival else "ms"
+        time_column(df, spec.arrival, spec.arrival_unit, "arrival").unit
+        if spec.arrival
+        else ROW_ARRIVAL_UNIT
     )
     for flag, value, on_event in [*spec.durations(), *swept]:
         unit = event if on_event else arrival
@@ -601,6 +604,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 #: The rows of ``floodmark demo`` without ``--rows``.
 DEFAULT_ROWS = 1_000_000
 
+#: The demo's idle timeout (the quiet partition's story depends on it).
+DEMO_IDLE = timedelta(seconds=30)
 #: The demo's pipeline over the generated stream.
 DEMO_SPEC = PipelineSpec(
     event_time="event_time",
@@ -609,7 +614,7 @@ DEMO_SPEC = PipelineSpec(
     keys=("key",),
     aggs=("count", ("sum", "value")),
     window=WindowSpec("tumbling", timedelta(seconds=10)),
-    idle=timedelta(seconds=30),
+    idle=DEMO_IDLE,
 )
 
 
@@ -644,10 +649,14 @@ def demo(args: argparse.Namespace, argv: list[str]) -> int:
     return print_summary(inputs, folder.target, progress, failure)
 
 
+#: The micro-batches of Spark's own query in the demo's comparison: arrivals of this span.
+DEMO_TRIGGER = timedelta(seconds=10)
+
+
 def add_spark_drops(
     inputs: ReportInputs,
     df: DataFrame,
-    trigger_interval: timedelta = timedelta(seconds=10),
+    trigger_interval: timedelta = DEMO_TRIGGER,
     no_data_batches: bool = True,
 ) -> None:
     """Add what Spark's own global watermark would drop from the demo's stream ``df``
@@ -688,8 +697,10 @@ def spark_drops_note(inputs: ReportInputs, spec: StreamSpec) -> str:
     dropped = lagging.get("spark_dropped", 0)
     return (
         "Spark drops: records Spark Structured Streaming's single global watermark "
-        "(withWatermark 5s, 10 s micro-batches) would have dropped from the same 10 s "
-        f"windows. Of the {records:,} records of partition {spec.lagging_partition}, "
+        f"(withWatermark {format_duration(DEMO_SPEC.bound)}, "
+        f"{format_duration(DEMO_TRIGGER)} micro-batches) would have dropped from the same "
+        f"{format_duration(DEMO_SPEC.window.size)} windows. Of the {records:,} records of "
+        f"partition {spec.lagging_partition}, "
         f"which lags {spec.lag_ms // 1000} s, Spark would drop {dropped:,}; floodmark's "
         f"per-partition watermarks find {late:,} late."
     )
@@ -697,7 +708,8 @@ def spark_drops_note(inputs: ReportInputs, spec: StreamSpec) -> str:
 
 #: The demos' note on the partition that goes quiet.
 QUIET_NOTE = (
-    "The quiet partition went silent and came back with a backlog. After the 30 s idle "
+    "The quiet partition went silent and came back with a backlog. After the "
+    f"{format_duration(DEMO_IDLE)} idle "
     "timeout the others moved time on without it, so its backlog arrives late, in "
     "floodmark as in Flink: that is the price of not waiting. `floodmark analyze` shows "
     "what each idle timeout and bound costs."

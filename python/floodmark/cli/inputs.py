@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from floodmark.cli.args import infer_format
+from floodmark.cli.args import data_files, infer_format
 from floodmark.cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,17 +39,6 @@ class InputFile:
 
 #: The first bytes of a Parquet file.
 PARQUET_MAGIC = b"PAR1"
-
-
-def data_files(folder: Path) -> list[Path]:
-    """The files Spark reads from ``folder``: every file below it whose name, and the
-    names of the folders between, start with neither ``_`` nor ``.``."""
-    found = []
-    for path in sorted(folder.rglob("*")):
-        parts = path.relative_to(folder).parts
-        if path.is_file() and not any(p.startswith(("_", ".")) for p in parts):
-            found.append(path)
-    return found
 
 
 def parquet_rows(path: Path) -> int:

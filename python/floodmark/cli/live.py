@@ -57,7 +57,7 @@ from floodmark.cli.errors import UsageError
 from floodmark.cli.outputs import OutputFolder
 from floodmark.datagen import StreamSpec
 from floodmark.progress import Progress
-from floodmark.time import I64_MIN
+from floodmark.time import I64_MIN, format_duration
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -349,9 +349,11 @@ def live_report(
         "next batch."
     )
     inputs.notes.append(
-        "Spark drops: what Spark's own global watermark (withWatermark 5s, one micro-batch "
-        f"per {ROUND_MS // 1000} s of arrivals) drops of these records from the same 10 s "
-        f"windows; the live Spark query next to floodmark's dropped {run.spark_dropped:,} "
+        "Spark drops: what Spark's own global watermark (withWatermark "
+        f"{format_duration(DEMO_SPEC.bound)}, one micro-batch per {ROUND_MS // 1000} s of "
+        f"arrivals) drops of these records from the same "
+        f"{format_duration(DEMO_SPEC.window.size)} windows; the live Spark query next to "
+        f"floodmark's dropped {run.spark_dropped:,} "
         "records in all."
     )
     inputs.notes.append(QUIET_NOTE)

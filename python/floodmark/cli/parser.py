@@ -30,7 +30,7 @@ from floodmark.cli.args import (
 )
 from floodmark.cli.errors import UsageError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL
-from floodmark.time import format_duration
+from floodmark.time import TICKS_PER_SECOND, format_duration
 from floodmark.vocabulary import AGG_FUNCTIONS
 
 _EXAMPLES = """\
@@ -162,14 +162,14 @@ def _columns(p: argparse.ArgumentParser, *, window: bool) -> None:
     )
     g.add_argument(
         "--event-time-unit",
-        choices=("s", "ms", "us", "ns"),
+        choices=tuple(TICKS_PER_SECOND),
         help="unit of an integer event-time column (default: ms); on a timestamp column, "
         "ms or s computes in those ticks (watermarks on a millisecond, as Flink shows "
         "them; default: us)",
     )
     g.add_argument(
         "--arrival-unit",
-        choices=("s", "ms", "us", "ns"),
+        choices=tuple(TICKS_PER_SECOND),
         help="unit of an integer --arrival column (default: ms); on a timestamp column, "
         "the ticks the emission grid and idle timeouts count in (default: us)",
     )

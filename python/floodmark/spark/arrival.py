@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 #: Name of the column holding the default arrival (row index within the channel).
 ROW_ARRIVAL = "arrival_index"
+#: The unit of :data:`ROW_ARRIVAL`: one row is one tick of it.
+ROW_ARRIVAL_UNIT = "ms"
 #: Numbers each call, so that each has a cache entry of its own (Spark shares one
 #: between equal plans, and a function releasing its own must not release another's).
 _CALLS = itertools.count()
@@ -58,7 +60,7 @@ def with_default_arrival(
         .drop("__fm_row", "__fm_call")
         .persist()
     )
-    return ordered, ROW_ARRIVAL, "ms"
+    return ordered, ROW_ARRIVAL, ROW_ARRIVAL_UNIT
 
 
 @contextmanager

@@ -12,6 +12,7 @@ combined one by arrival.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from floodmark.spark.arrival import ordered_input_released
@@ -19,18 +20,58 @@ from floodmark.spark.call_sites import without_call_sites
 from floodmark.spark.columns import check_distinct_columns, name_key, quote
 from floodmark.spark.late import behind_watermark
 from floodmark.spark.lookup import bucket_slots, join_bucket_frame, join_buckets, with_in_force
-from floodmark.spark.plan import error_reason, make_plan
+from floodmark.spark.plan import WatermarkPlan, error_reason, make_plan
 from floodmark.spark.timeline import Timeline, compute_timeline
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration
 from floodmark.vocabulary import WATERMARK_COLUMNS, check_not_added
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
+#: Why a record could not be placed (null when it was), in :func:`assign_watermarks`'
+#: records and the live handler's.
+ERROR_COLUMN = "error"
 #: Columns :func:`assign_watermarks` adds.
-ADDED_COLUMNS = (*WATERMARK_COLUMNS, "error")
+ADDED_COLUMNS = (*WATERMARK_COLUMNS, ERROR_COLUMN)
 _CWM, _WM, _ARRIVAL = "__fm_channel_wm", "__fm_wm", "__fm_arrival"
+
+
+def record_columns(
+    plan: WatermarkPlan,
+    columns: Sequence[str],
+    channel_wm: Column,
+    wm: Column,
+    ts: Column,
+    error: Column | None = None,
+) -> list[Column]:
+    """The watermark stage's output row: the input's ``columns``, then
+    :data:`ADDED_COLUMNS` from the channel and combined watermarks and the event time
+    (ticks; the watermarks back in the event time's type). ``error``: the rows'
+    :func:`floodmark.spark.plan.error_reason` when some may not be placed (None: all
+    are)."""
+    from pyspark.sql import functions as F
+
+    late = behind_watermark(ts, wm)
+    return [
+        *[F.col(quote(c)) for c in columns],
+        plan.event_time.from_ticks(channel_wm).alias("channel_watermark"),
+        plan.event_time.from_ticks(wm).alias("watermark"),
+        (late if error is None else F.when(error.isNull(), late)).alias("is_late"),
+        (F.lit(None).cast("string") if error is None else error).alias(ERROR_COLUMN),
+    ]
+
+
+def unplaced_records(df: DataFrame, plan: WatermarkPlan) -> DataFrame:
+    """``df``'s records that cannot be placed (a null event time, arrival or channel),
+    as :func:`record_columns` gives them: no watermarks, not late, and the reason."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None).cast("bigint")
+    reason = error_reason(plan)
+    return df.where(reason.isNotNull()).select(
+        *record_columns(plan, df.columns, none, none, none, error=reason)
+    )
 
 
 def check_added_names(df: DataFrame) -> None:
@@ -53,16 +94,8 @@ def apply_timeline(df: DataFrame, timeline: Timeline) -> DataFrame:
         joined = join_bucket_frame(df, plan, timeline.bucket_frame.toDF(*names))
     else:  # no table made
         return read_by_arrival(df, timeline)
-    reason = error_reason(plan)
-    wm = F.col(_WM)
-    is_late = F.when(reason.isNull(), behind_watermark(plan.event_time.ticks(), wm))
-    return joined.select(
-        *[F.col(quote(c)) for c in df.columns],
-        plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
-        plan.event_time.from_ticks(wm).alias("watermark"),
-        is_late.alias("is_late"),
-        reason.alias("error"),
-    )
+    ts, reason = plan.event_time.ticks(), error_reason(plan)
+    return joined.select(*record_columns(plan, df.columns, F.col(_CWM), F.col(_WM), ts, reason))
 
 
 def read_by_arrival(df: DataFrame, timeline: Timeline) -> DataFrame:
@@ -80,22 +113,9 @@ def read_by_arrival(df: DataFrame, timeline: Timeline) -> DataFrame:
         placed = timeline.records.withColumnRenamed("channel_watermark", _CWM)
         placed = placed.select("*", plan.arrival.ticks().alias(_ARRIVAL))
         looked = with_in_force(placed, {_WM: timeline}, _ARRIVAL).drop(_ARRIVAL)
-    wm = F.col(_WM)
-    kept = [F.col(quote(c)) for c in df.columns]
-    good = looked.select(
-        *kept,
-        plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
-        plan.event_time.from_ticks(wm).alias("watermark"),
-        behind_watermark(plan.event_time.ticks(), wm).alias("is_late"),
-        F.lit(None).cast("string").alias("error"),
-    )
-    bad = df.where(error_reason(plan).isNotNull()).select(
-        *kept,
-        F.lit(None).cast(good.schema["channel_watermark"].dataType).alias("channel_watermark"),
-        F.lit(None).cast(good.schema["watermark"].dataType).alias("watermark"),
-        F.lit(None).cast("boolean").alias("is_late"),
-        error_reason(plan).alias("error"),
-    )
+    ts = plan.event_time.ticks()
+    good = looked.select(*record_columns(plan, df.columns, F.col(_CWM), F.col(_WM), ts))
+    bad = unplaced_records(df, plan)
     return good.unionByName(bad)
 
 

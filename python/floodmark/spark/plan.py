@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from floodmark.exceptions import InvalidParameterError, SchemaError
+from floodmark.spark.arrival import ROW_ARRIVAL_UNIT
 from floodmark.spark.columns import (
     TimeColumn,
     as_arrow,
@@ -97,7 +98,7 @@ def check_arguments(
             "arrival_unit",
             "it is the unit of the arrival column, and "
             "no arrival= was given (the row order within each channel is the arrival "
-            "then, in ms ticks); pass arrival= or drop arrival_unit",
+            f"then, in {ROW_ARRIVAL_UNIT} ticks); pass arrival= or drop arrival_unit",
         )
     key = name_key(df)
     reserved = [c for c in df.columns if key(c).startswith("__fm_")]

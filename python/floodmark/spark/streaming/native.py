@@ -55,8 +55,10 @@ from floodmark.spark.windows.native import (
     firing_of,
     grid,
     last_window_start,
+    not_cleaned,
     refirings,
     schedule,
+    unfired,
     window_bounds,
     window_max,
     with_pairs,
@@ -137,8 +139,8 @@ def native_batch(
         .withColumn(_WS, last_window_start(plan))
     )
     max_ts = window_max(plan)
-    on_time = max_ts > F.col(_WM)
-    is_open = max_ts + F.lit(plan.lateness) > F.col(_WM)
+    on_time = unfired(plan, F.col(_WM))
+    is_open = not_cleaned(plan, F.col(_WM))
     pairs = with_pairs(recs, plan)
     keys = [F.col(quote(k)) for k in plan.keys]
     parts = part_columns(plan)
@@ -189,7 +191,7 @@ def native_batch(
     size = grid(plan)[1]
     firing_groups = groups
     if end_watermark > start_watermark:
-        fires = F.col(_UNFIRED) & (max_ts <= F.lit(end_watermark))
+        fires = F.col(_UNFIRED) & ~unfired(plan, F.lit(end_watermark))
         times, wms = segment.advances()
         sched = schedule(plan, times, wms)
         firing = None if sched is None else firing_columns(spark, plan, sched)
@@ -222,11 +224,11 @@ def native_batch(
         again = refirings(plan, pairs, on_time, is_open, size, carried)
         results = results.unionByName(again)
     # The windows to carry: every pair so far of a window still open.
-    still_open = groups.where(max_ts + F.lit(plan.lateness) > F.lit(end_watermark)).select(
+    still_open = groups.where(not_cleaned(plan, F.lit(end_watermark))).select(
         *keys,
         F.col(_WS),
         *[F.col(n) for n in parts],
-        (max_ts <= F.lit(end_watermark)).alias(_FIRED),
+        (~unfired(plan, F.lit(end_watermark))).alias(_FIRED),
     )
     late = recs.where(~is_open).drop(TS, ARRIVAL, _WS).withColumnRenamed(_WM, "watermark")
     return NativeBatch(groups, results, fires, late, still_open)

@@ -9,11 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from floodmark.spark.assign import check_added_names
-from floodmark.spark.columns import TimeColumn, quote
-from floodmark.spark.late import behind_watermark
+from floodmark.spark.assign import (
+    ERROR_COLUMN,
+    check_added_names,
+    record_columns,
+    unplaced_records,
+)
+from floodmark.spark.columns import TimeColumn
 from floodmark.spark.lookup import join_buckets
-from floodmark.spark.plan import WatermarkPlan, error_reason, valid_rows
+from floodmark.spark.plan import WatermarkPlan, valid_rows
 from floodmark.spark.streaming.frontier import (
     ARRIVAL,
     TS,
@@ -276,29 +280,15 @@ class StreamingWatermarks(BatchHandler):
         advanced = advance_batch(self, batch, batch_id, plan, state, store)
         rows, segment = advanced.rows, advanced.segment
         looked_up = in_force(rows, plan, segment, _WM, _CWM)
-        wm = F.col(_WM)
-        placed = looked_up.select(
-            *[F.col(quote(c)) for c in batch.columns],
-            plan.event_time.from_ticks(F.col(_CWM)).alias("channel_watermark"),
-            plan.event_time.from_ticks(wm).alias("watermark"),
-            behind_watermark(F.col(TS), wm).alias("is_late"),
-            F.lit(None).cast("string").alias("error"),
-        )
-        unplaced = batch.where(~valid_rows(plan)).select(
-            *[F.col(quote(c)) for c in batch.columns],
-            F.lit(None)
-            .cast(placed.schema["channel_watermark"].dataType)
-            .alias("channel_watermark"),
-            F.lit(None).cast(placed.schema["watermark"].dataType).alias("watermark"),
-            F.lit(None).cast("boolean").alias("is_late"),
-            error_reason(plan).alias("error"),
-        )
+        columns = record_columns(plan, batch.columns, F.col(_CWM), F.col(_WM), F.col(TS))
+        placed = looked_up.select(*columns)
+        unplaced = unplaced_records(batch, plan)
         records = placed.unionByName(unplaced).persist()
         try:
             counts = records.agg(
                 F.count(F.lit(1)).alias("rows"),
                 F.sum(F.col("is_late").cast("long")).alias("late"),
-                F.sum(F.col("error").isNotNull().cast("long")).alias("errors"),
+                F.sum(F.col(ERROR_COLUMN).isNotNull().cast("long")).alias("errors"),
             ).collect()[0]
             self.write("records", records, batch_id, result)
         finally:

@@ -60,7 +60,7 @@ from floodmark.spark.timeline import LateProbe, Timeline
 from floodmark.spark.windows.aggregates import NATIVE_AGGREGATES, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.time import I64_MAX, I64_MIN
-from floodmark.vocabulary import SAFE, agg_name
+from floodmark.vocabulary import SAFE, SAFE_PARAM, agg_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -115,8 +115,8 @@ def not_native(plan: WindowPlan) -> str | None:
             f"it runs windows that put a record in at most {MAX_WINDOWS_PER_RECORD:,} "
             f"windows, not {windows_per_record(plan):,}"
         )
-    if size >= SAFE >> 2:
-        return f"it runs windows shorter than {SAFE >> 2} ticks, not {size}"
+    if size >= SAFE_PARAM:
+        return f"it runs windows shorter than {SAFE_PARAM} ticks, not {size}"
     if not 0 <= plan.lateness < SAFE >> 1:
         return f"it runs an allowed lateness under {SAFE >> 1} ticks, not {plan.lateness}"
     for agg in plan.aggs:
@@ -224,20 +224,19 @@ def native_outputs(
         .select("*", wm.event_time.ticks().alias(TS), wm.arrival.ticks().alias(ARRIVAL))
         .select("*", in_force_wm.alias(_WM), last_window_start(plan).alias(_WS))
     )
-    max_ts = window_max(plan)
     # A (record, window) pair is on time before the window's first firing, refires it
     # until the watermark passes max_ts + lateness, then is skipped.
     maybe_late = timeline.maybe_late if timeline.maybe_late is not None else I64_MAX
     if plan.lateness and maybe_late > MAX_REFIRINGS // windows_per_record(plan):
         return None  # too many windows may refire to broadcast them
-    on_time = max_ts > F.col(_WM) if maybe_late else F.lit(True)
-    is_open = max_ts + F.lit(plan.lateness) > F.col(_WM) if maybe_late else F.lit(True)
+    on_time = unfired(plan, F.col(_WM)) if maybe_late else F.lit(True)
+    is_open = not_cleaned(plan, F.col(_WM)) if maybe_late else F.lit(True)
 
     pairs = with_pairs(recs, plan)
     keys = [F.col(quote(k)) for k in plan.keys]
     specs = [part for i, a in enumerate(plan.aggs) for part in parts(plan, i, a)]
     grouped = pairs.where(on_time).groupBy(*keys, F.col(_WS)).agg(*[c.alias(n) for n, c in specs])
-    at_end = max_ts > F.lit(sched.last_watermark)
+    at_end = unfired(plan, F.lit(sched.last_watermark))
     firing = [
         F.when(at_end, F.lit(I64_MAX)).otherwise(fire_wm_col).alias("watermark"),
         F.lit(False).alias(REFIRE),
@@ -271,6 +270,23 @@ def window_max(plan: WindowPlan) -> Column:
     return F.col(_WS) + F.lit(size - 1)
 
 
+def unfired(plan: WindowPlan, watermark: Column) -> Column:
+    """The window (start ``_WS``) has not fired at ``watermark``: Flink fires a window
+    when the watermark reaches its largest timestamp, so a record reaching it is on
+    time while ``max_ts > watermark``."""
+    return window_max(plan) > watermark
+
+
+def not_cleaned(plan: WindowPlan, watermark: Column) -> Column:
+    """The window (start ``_WS``) is still kept at ``watermark``: Flink's
+    ``isWindowLate`` is ``max_ts + allowedLateness <= watermark`` (no wrapping here:
+    :func:`candidate` keeps both terms far inside the long range), and a record reaching
+    a window that is not late refires it."""
+    from pyspark.sql import functions as F
+
+    return window_max(plan) + F.lit(plan.lateness) > watermark
+
+
 def with_pairs(recs: DataFrame, plan: WindowPlan) -> DataFrame:
     """One row per (record, window): sliding windows explode, back from the record's
     last window (``_WS``); tumbling windows are the records themselves."""
@@ -300,7 +316,7 @@ def firing_columns(
     if fire_wm is None or fire_time is None:
         return None
     index = F.expr(f"CAST(({_WS} - ({sched.low})) div {sched.step} AS INT)")
-    before = window_max(plan) <= F.lit(sched.first[0])
+    before = ~unfired(plan, F.lit(sched.first[0]))
     return (
         F.when(before, F.lit(sched.first[0])).otherwise(F.get(fire_wm, index)),
         F.when(before, F.lit(sched.first[1])).otherwise(F.get(fire_time, index)),
