@@ -181,6 +181,21 @@ WindowAssigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeS
 WINDOW_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, EventTimeSessionWindows)
 
 
+def check_assigner(window: Any) -> WindowAssigner:
+    """``window`` if it is one of the window assigners.
+
+    Raises:
+        InvalidParameterError: naming ``window``.
+    """
+    if not isinstance(window, WINDOW_ASSIGNERS):
+        raise InvalidParameterError(
+            "window",
+            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
+            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
+        )
+    return window
+
+
 def window_params(window: Any, unit: str) -> _Params:
     """``window``'s parameters as ``(kind, size, slide, offset, gap)`` in ticks of the
     event-time ``unit``: the one check of a ``window`` argument, in every layer.
@@ -189,14 +204,8 @@ def window_params(window: Any, unit: str) -> _Params:
         InvalidParameterError: naming ``window``: not one of the assigners, or a
             parameter out of range once in ``unit`` ticks (a duration under a tick is 0).
     """
-    if not isinstance(window, WINDOW_ASSIGNERS):
-        raise InvalidParameterError(
-            "window",
-            "expected TumblingEventTimeWindows.of(...), SlidingEventTimeWindows.of(...) or "
-            f"EventTimeSessionWindows.with_gap(...), got {type(window).__name__}",
-        )
     try:
-        return window.params(unit)
+        return check_assigner(window).params(unit)
     except InvalidParameterError as err:
         raise InvalidParameterError(
             "window",

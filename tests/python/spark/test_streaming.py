@@ -222,6 +222,17 @@ def test_path_native_is_refused_saying_what_it_does_not_run(
     assert handler.fingerprint(handler.check(events))["path"] == "native"
 
 
+def test_a_bad_window_or_key_is_refused_when_the_handler_is_made(tmp_path: Path) -> None:
+    """Arguments whose check needs no column (the window's kind, the keys) are refused
+    when the handler is made, by the checks every layer uses, not when the query
+    starts."""
+    tumbling = TumblingEventTimeWindows.of(timedelta(seconds=1))
+    with pytest.raises(InvalidParameterError, match="`window`: expected Tumbling"):
+        windows_handler(tmp_path, "tumbling", timedelta(0), ["count"])
+    with pytest.raises(InvalidParameterError, match="`key`: a window needs at least one key"):
+        windows_handler(tmp_path, tumbling, timedelta(0), ["count"], key=[])
+
+
 def test_auto_takes_the_native_path_where_the_executors_lack_floodmark(
     spark: Any, stream: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,13 +425,12 @@ def windows_handler(
     return StreamingWindows(
         STRATEGY,
         window,
-        key="key",
+        **{"key": "key", **kwargs},
         **COLUMNS,
         aggs=aggs,
         allowed_lateness=lateness,
         state_location=str(folder / "state"),
         outputs=ParquetOutputs(str(folder / "out")),
-        **kwargs,
     )
 
 

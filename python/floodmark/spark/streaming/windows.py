@@ -77,7 +77,8 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, Duration
-from floodmark.vocabulary import column_names, flag, parse_aggs
+from floodmark.vocabulary import flag, parse_aggs, window_keys
+from floodmark.windows import check_assigner
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -277,7 +278,11 @@ class StreamingWindows(BatchHandler):
         self.timeline = flag(timeline, "timeline")
 
         # parsed once (a one-shot iterable would be empty at the next batch's plan)
-        self.window, self.key, self.aggs = window, column_names(key, "key"), parse_aggs(aggs)
+        self.window, self.key, self.aggs = (
+            check_assigner(window),
+            window_keys(key),
+            parse_aggs(aggs),
+        )
         self.allowed_lateness = allowed_lateness
         self.key_groups = positive_int(key_groups, "key_groups")
         self.num_partitions = (
