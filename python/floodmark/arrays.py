@@ -52,6 +52,12 @@ def time_column(arr: pa.Array, column: str, unit: str, parameter: str) -> pa.Arr
 _VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 
 
+def without_view(arr: Any) -> Any:
+    """A string or binary view array as its large type (the same values and order:
+    Arrow neither takes nor sorts views); any other array as it is."""
+    return arr.cast(_VIEWS[arr.type]) if arr.type in _VIEWS else arr
+
+
 def take_column(arr: pa.Array | pa.ChunkedArray, rows: pa.Array) -> pa.Array | pa.ChunkedArray:
     """``arr.take(rows)`` for any column a table can hold: a view type (Arrow has no
     take for them) as its large type cast back, a run-end encoded one decoded and
@@ -60,7 +66,7 @@ def take_column(arr: pa.Array | pa.ChunkedArray, rows: pa.Array) -> pa.Array | p
 
     t = arr.type
     if t in _VIEWS:
-        return arr.cast(_VIEWS[t]).take(rows).cast(t)
+        return without_view(arr).take(rows).cast(t)
     if pa.types.is_run_end_encoded(t):
         taken = pc.run_end_decode(arr).take(rows)
         return pc.run_end_encode(taken, run_end_type=t.run_end_type)
@@ -98,9 +104,12 @@ def check_takeable(data: Any) -> None:
 
 
 def filter_rows(data: Any, mask: Any) -> Any:
-    """``data.filter(mask)`` (a table or record batch), by :func:`take_rows`."""
+    """``data.filter(mask)`` (a table or record batch; a null in ``mask`` drops its row),
+    by :func:`take_rows` where a column needs it."""
     import pyarrow.compute as pc
 
+    if not any(t in _VIEWS or pa.types.is_run_end_encoded(t) for t in data.schema.types):
+        return data.filter(mask)
     return take_rows(data, pc.indices_nonzero(pc.fill_null(mask, False)))
 
 

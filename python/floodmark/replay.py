@@ -33,6 +33,7 @@ from floodmark.arrays import (
     time_column,
     time_ticks,
     to_int64_array,
+    without_view,
 )
 from floodmark.column_kinds import key_type, marker_kind, tick_unit, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
@@ -122,7 +123,7 @@ def processing_order(
                 else time_ticks(table[name].combine_chunks(), name, unit)
             )
         else:
-            value = table[c]
+            value = without_view(table[c])  # sorted as its large type
         kind = value.type
         if pa.types.is_dictionary(kind):  # pandas' categorical: ordered by its values
             value, kind = value.cast(kind.value_type), kind.value_type

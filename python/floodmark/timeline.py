@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from floodmark import _core
-from floodmark.arrays import to_int64_array
+from floodmark.arrays import to_int64_array, without_view
 from floodmark.exceptions import InvalidInputError, InvalidParameterError, SchemaError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, check_strategy
 from floodmark.time import I64_MIN, Duration, as_int, check_int64, interval_ticks, to_ticks
@@ -64,9 +64,10 @@ def channel_index(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndar
     """``(channels, index)``: the distinct channel values in the valve's order (sorted)
     and each value's index among them. At one time, channels reach the valve in this
     order (the documented tie rule). A dictionary (pandas' categorical) counts by its
-    values."""
+    values, a string view as a string."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
+    values = without_view(values)  # a view's values, as its large type
     channels = pc.unique(values)
     channels = channels.take(pc.sort_indices(channels))
     index = pc.index_in(values, value_set=channels)
