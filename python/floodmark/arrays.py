@@ -113,6 +113,13 @@ def filter_rows(data: Any, mask: Any) -> Any:
     return take_rows(data, pc.indices_nonzero(pc.fill_null(mask, False)))
 
 
+def no_rows(schema: pa.Schema) -> pa.RecordBatch:
+    """A record batch of ``schema`` with no rows, whatever its column types (pyarrow's
+    own ways build empty columns through converters some types lack: a dictionary of
+    nulls, a dense union)."""
+    return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+
+
 def combined(table: pa.Table) -> pa.Table:
     """``table.combine_chunks()``: one chunk per column, unless a column does not fit
     one (strings or bytes over 2 GiB, past Arrow's 32-bit offsets)."""

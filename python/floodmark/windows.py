@@ -37,6 +37,7 @@ from floodmark.arrays import (
     check_takeable,
     combined,
     field_index,
+    no_rows,
     one_batch,
     take_rows,
     time_column,
@@ -290,7 +291,7 @@ def _to_batches(batch: BatchLike) -> list[pa.RecordBatch]:
     if isinstance(batch, pa.RecordBatch):
         return [batch]
     table = combined(as_table(batch, "batch"))
-    return table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+    return table.to_batches() or [no_rows(table.schema)]
 
 
 def _key_column(arr: pa.Array, name: str) -> pa.Array:
@@ -428,7 +429,7 @@ class WindowOperator:
             self._agg_names,
             arrival,
         )
-        self._no_rows = pa.RecordBatch.from_pylist([])  # the input's columns, no rows
+        self._no_rows = no_rows(pa.schema([]))  # the input's columns, no rows
         self._key_types: list[pa.DataType] | None = None
 
     @property
@@ -620,7 +621,7 @@ class WindowOperator:
         self._native.restore(native)
         # What this operator saw before is not the snapshot's: the next batch names the
         # key types (until then the results carry the engine's, int64 or string).
-        self._key_types, self._no_rows = None, pa.RecordBatch.from_pylist([])
+        self._key_types, self._no_rows = None, no_rows(pa.schema([]))
 
 
 __all__ = [

@@ -942,3 +942,15 @@ def test_string_view_channels_and_keys_replay_as_strings() -> None:
     assert got.records.cast(want.records.schema) == want.records
     assert got.results.to_pylist() == want.results.to_pylist()
     assert got.timeline.to_pylist() == want.timeline.to_pylist()
+
+
+def test_an_empty_input_with_any_column_type_is_processed() -> None:
+    """An empty table (an empty pandas frame, say) became an empty record batch through
+    pyarrow's converters, which a dictionary of nulls lacks: Arrow's error."""
+    odd = _odd_columns()["tag"]
+    empty = _events(tag=odd).slice(0, 0)
+    assert not empty.to_batches()  # no batch: the operator makes its own
+    out = WindowOperator(TUMBLING, key="k", event_time="ts").process(
+        empty, {"position": [0], "watermark": [5]}
+    )
+    assert out.results.num_rows == 0 and out.late.schema.field("tag").type == odd.type
