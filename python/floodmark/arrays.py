@@ -73,11 +73,16 @@ def take_column(arr: pa.Array | pa.ChunkedArray, rows: pa.Array) -> pa.Array | p
     return arr.take(rows)
 
 
+def _takeable(schema: pa.Schema) -> bool:
+    """Whether Arrow's own take and filter take every column of ``schema``."""
+    return not any(t in _VIEWS or pa.types.is_run_end_encoded(t) for t in schema.types)
+
+
 def take_rows(data: Any, rows: pa.Array) -> Any:
     """``data.take(rows)`` (a table or record batch), every column taken by
     :func:`take_column`: the one way floodmark takes input rows (the records it sorts,
     the late and dropped rows), which carry every input column whatever its type."""
-    if not any(t in _VIEWS or pa.types.is_run_end_encoded(t) for t in data.schema.types):
+    if _takeable(data.schema):
         return data.take(rows)
     arrays = [take_column(c, rows) for c in data.columns]
     return type(data).from_arrays(arrays, schema=data.schema)
@@ -108,7 +113,7 @@ def filter_rows(data: Any, mask: Any) -> Any:
     by :func:`take_rows` where a column needs it."""
     import pyarrow.compute as pc
 
-    if not any(t in _VIEWS or pa.types.is_run_end_encoded(t) for t in data.schema.types):
+    if _takeable(data.schema):
         return data.filter(mask)
     return take_rows(data, pc.indices_nonzero(pc.fill_null(mask, False)))
 

@@ -176,7 +176,7 @@ def column_names(value: object, parameter: str) -> list[str]:
     """A column name or a list of them (e.g. ``key=``), as a list; a clear error for
     anything else (a ``Column`` object, say: floodmark takes names)."""
     if isinstance(value, str):
-        return [value]
+        return [column_name(value, parameter)]
     try:  # a list, tuple, pandas Index, numpy array of names...; a Column is not iterable
         names = list(value)  # type: ignore[call-overload]
     except TypeError:

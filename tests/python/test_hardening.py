@@ -908,6 +908,7 @@ def test_a_column_name_and_a_windows_keys_are_checked_alike_everywhere() -> None
         lambda: replay(_events(), BOUNDED, channel="ch", arrival="at", event_time=""),
         lambda: WindowOperator(TUMBLING, key="k", event_time=""),
         lambda: WindowOperator(TUMBLING, key=["k", ""], event_time="ts"),
+        lambda: WindowOperator(TUMBLING, key="", event_time="ts"),
         lambda: WatermarkStrategy.for_punctuated(""),
         lambda: strategy.with_timestamp_assigner(""),
     ]

@@ -186,8 +186,9 @@ def time_column(df: DataFrame, name: str, unit: str | None, parameter: str) -> T
         parameter: the API parameter that named the column, for error messages.
     """
     dtype = field_type(df, name, parameter)
-    kind = time_kind(as_arrow(dtype), name, parameter, dtype.simpleString())
-    tick = tick_unit(as_arrow(dtype), unit, f"{parameter}_unit")
+    arrow = as_arrow(dtype)
+    kind = time_kind(arrow, name, parameter, dtype.simpleString())
+    tick = tick_unit(arrow, unit, f"{parameter}_unit")
     if kind != "integer" and tick not in _MICROS_PER_TICK:
         raise InvalidParameterError(
             f"{parameter}_unit",
