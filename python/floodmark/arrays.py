@@ -125,6 +125,22 @@ def no_rows(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
 
 
+#: The type a key or channel column of Arrow's null type goes to the engine as.
+NULLS_TYPE = pa.int64()
+
+
+def typed_nulls(table: pa.Table, names: Any) -> pa.Table:
+    """``table`` with its columns ``names`` of Arrow's null type (pandas makes one of an
+    empty or all-``None`` object column) as ``int64`` nulls: a key or channel column
+    whose every value is null, in a type the engine takes (an integer key's)."""
+    for name in dict.fromkeys(names):
+        i = table.schema.get_field_index(name)
+        if i >= 0 and pa.types.is_null(table.schema.field(i).type):
+            field = table.schema.field(i).with_type(NULLS_TYPE)
+            table = table.set_column(i, field, table.column(i).cast(NULLS_TYPE))
+    return table
+
+
 def combined(table: pa.Table) -> pa.Table:
     """``table.combine_chunks()``: one chunk per column, unless a column does not fit
     one (strings or bytes over 2 GiB, past Arrow's 32-bit offsets)."""
@@ -283,10 +299,12 @@ def to_string_array(values: Any, column: str) -> pa.Array:
 
 
 __all__ = [
+    "NULLS_TYPE",
     "as_table",
     "field_index",
     "time_column",
     "time_ticks",
     "to_int64_array",
     "to_string_array",
+    "typed_nulls",
 ]

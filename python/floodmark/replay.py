@@ -33,12 +33,13 @@ from floodmark.arrays import (
     time_column,
     time_ticks,
     to_int64_array,
+    typed_nulls,
     without_view,
 )
 from floodmark.column_kinds import key_type, marker_kind, tick_unit, time_kind, value_type
 from floodmark.exceptions import InvalidInputError, InvalidParameterError
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy, event_time_column
-from floodmark.time import I64_MIN, Duration, interval_ticks, to_ticks
+from floodmark.time import I64_MIN, Duration, interval_ticks
 from floodmark.timeline import (
     PERIODIC_KINDS,
     TimelineBuilder,
@@ -51,6 +52,7 @@ from floodmark.timeline import (
     subtasks_of,
 )
 from floodmark.vocabulary import (
+    DROP_REASON,
     NULL_REASONS,
     SIDE_OUTPUT_COLUMNS,
     WATERMARK_COLUMNS,
@@ -148,7 +150,7 @@ def null_reasons(table: pa.Table, event_time: str, arrival: str, channel: str) -
     errors = filter_rows(table, invalid)
     columns = (event_time, arrival, channel)  # in the order of NULL_REASONS
     reason = pc.case_when(pc.make_struct(*[pc.is_null(errors[c]) for c in columns]), *NULL_REASONS)
-    return errors.append_column("reason", reason)
+    return errors.append_column(DROP_REASON, reason)
 
 
 def valid_rows(table: pa.Table, event_time: str, arrival: str, channel: str) -> pa.ChunkedArray:
@@ -334,7 +336,7 @@ def replay(
         InvalidInputError: with ``source_parallelism``, a channel that is not a
             partition number.
     """
-    from floodmark.windows import WindowOperator
+    from floodmark.windows import WindowOperator, lateness_ticks
 
     source_parallelism = check_topology(source_parallelism, topic, end_of_input)
 
@@ -342,10 +344,11 @@ def replay(
     channel, arrival = column_name(channel, "channel"), column_name(arrival, "arrival")
     keys = column_names(key, "key")
     parsed = parse_aggs(aggs)
-    table = as_table(table, "table")
+    table = typed_nulls(as_table(table, "table"), [channel, *keys])
     event_time_unit = tick_unit(time_type(table, ev), event_time_unit, "event_time_unit")
     arrival_unit = tick_unit(time_type(table, arrival), arrival_unit, "arrival_unit")
     resolved = strategy_in_ticks(strategy, event_time_unit, arrival_unit)
+    lateness = lateness_ticks(allowed_lateness, event_time_unit)
     check_topology_strategy(resolved.kind, source_parallelism, end_of_input)
     values = [a[1] for a in parsed if isinstance(a, tuple)] if window is not None else []
     named = (ev, arrival, channel)
@@ -412,7 +415,7 @@ def replay(
         key=keys,
         event_time=ev,
         aggs=parsed,
-        allowed_lateness=to_ticks(allowed_lateness, event_time_unit, "allowed_lateness"),
+        allowed_lateness=lateness,
         unit=event_time_unit,
         arrival=arrival,
     )

@@ -105,11 +105,15 @@ def check_result_names(
 
 #: The columns a watermark stage adds to each record, as every layer names them.
 WATERMARK_COLUMNS: tuple[str, ...] = ("channel_watermark", "watermark", "is_late")
-#: The columns a window's side outputs add to the input's rows: the watermark that
-#: found a late row late, and why a row was dropped.
+#: The column a window's late rows add to the input's: the watermark that found the
+#: row late (in every layer, in-process and Spark, batch and live).
+LATE_WATERMARK = "watermark"
+#: The column a window's dropped rows add to the input's: why the row was dropped.
+DROP_REASON = "reason"
+#: The columns a window's side outputs add to the input's rows.
 SIDE_OUTPUT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "late rows": ("watermark",),
-    "dropped rows": ("reason",),
+    "late rows": (LATE_WATERMARK,),
+    "dropped rows": (DROP_REASON,),
 }
 
 
@@ -286,7 +290,9 @@ def processing_order(
 __all__ = [
     "AGGREGATES",
     "AGG_FUNCTIONS",
+    "DROP_REASON",
     "DROP_REASONS",
+    "LATE_WATERMARK",
     "MIN_EVENT_TIME",
     "NO_WINDOW",
     "NULL_ARRIVAL",

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from floodmark import _core
 from floodmark.arrays import (
+    NULLS_TYPE,
     as_table,
     check_takeable,
     combined,
@@ -51,6 +52,8 @@ from floodmark.exceptions import (
 )
 from floodmark.time import Duration, as_int, check_int64, check_unit, to_ticks
 from floodmark.vocabulary import (
+    DROP_REASON,
+    LATE_WATERMARK,
     SIDE_OUTPUT_COLUMNS,
     Agg,
     agg_name,
@@ -213,6 +216,20 @@ def window_params(window: Any, unit: str) -> _Params:
             f"{err} (in whole ticks of the event-time unit {unit!r}: a duration is "
             "truncated to it, so one under a tick is 0)",
         ) from None
+
+
+def lateness_ticks(allowed_lateness: Duration, unit: str) -> int:
+    """``allowed_lateness`` in ticks of the event-time ``unit``: the one check of that
+    argument, in every layer (a live query's handler checks it when made in the coarsest
+    unit, ``s``, whose ticks are negative only if they are in every unit).
+
+    Raises:
+        InvalidParameterError: naming ``allowed_lateness``: not a duration, or negative.
+    """
+    lateness = to_ticks(allowed_lateness, unit, "allowed_lateness")
+    if lateness < 0:
+        raise InvalidParameterError("allowed_lateness", f"must be >= 0, got {allowed_lateness!r}")
+    return lateness
 
 
 def window_start_with_offset(timestamp: int, offset: int, size: int) -> int:
@@ -413,7 +430,7 @@ class WindowOperator:
         self._arrival = None if arrival is None else column_name(arrival, "arrival")
         self._value_names, specs, self._agg_names = _parse_aggs(aggs)
         check_result_names(self._keys, self._agg_names)
-        lateness = to_ticks(allowed_lateness, unit, "allowed_lateness")
+        lateness = lateness_ticks(allowed_lateness, unit)
         self._window = window
         self._native = _core.WindowOperator(
             kind,
@@ -451,8 +468,10 @@ class WindowOperator:
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []
-        for name in self._keys:
+        for i, name in enumerate(self._keys):
             col = _column(batch, name)
+            if pa.types.is_null(col.type):
+                col = self._typed_nulls(col, name, i)
             # The results' type: the input's, a dictionary's values (keyed by value: a
             # pandas categorical's codes may widen from one batch to the next)
             t = col.type
@@ -483,6 +502,23 @@ class WindowOperator:
             key_types = self._key_types
         return pa.RecordBatch.from_arrays(arrays, names=names), key_types
 
+    def _typed_nulls(self, col: pa.Array, name: str, i: int) -> pa.Array:
+        """A key column of Arrow's null type (pandas makes one of an empty or all-``None``
+        object column) in the key's type: the one earlier batches fixed, or, before any,
+        :data:`~floodmark.arrays.NULLS_TYPE` for no rows (an empty batch fixes no type).
+        Rows of nulls before any typed batch are refused: their type would fix the
+        results' key type."""
+        if self._key_types is not None:
+            return col.cast(self._key_types[i])
+        if not len(col):
+            return col.cast(NULLS_TYPE)
+        raise SchemaError(
+            name,
+            f"key= column {name!r} holds only nulls and has no type (pandas gives an "
+            "all-None object column Arrow's null type), before any batch fixed the key's "
+            "type; give it one, e.g. df[column].astype('string') or 'Int64'",
+        )
+
     def _output(
         self, raw: tuple[Any, Any, Any, Any, Any], batch: pa.RecordBatch | None
     ) -> WindowOutput:
@@ -490,8 +526,10 @@ class WindowOperator:
         source = batch
         if source is None:
             source = self._no_rows
-        late = take_rows(source, late_rows).append_column("watermark", late_wm.cast(pa.int64()))
-        dropped = take_rows(source, dropped_rows).append_column("reason", reasons.cast(pa.string()))
+        late = take_rows(source, late_rows).append_column(LATE_WATERMARK, late_wm.cast(pa.int64()))
+        dropped = take_rows(source, dropped_rows).append_column(
+            DROP_REASON, reasons.cast(pa.string())
+        )
         return WindowOutput(self._timing(results), late, dropped)
 
     def _timing(self, results: pa.RecordBatch) -> pa.RecordBatch:
@@ -631,6 +669,7 @@ __all__ = [
     "WindowAssigner",
     "WindowOperator",
     "WindowOutput",
+    "lateness_ticks",
     "merge_windows",
     "window_start_with_offset",
 ]

@@ -15,7 +15,12 @@ import pytest
 import floodmark.arrays
 import floodmark.windows
 from floodmark import Multiplexer, Valve, WatermarkStrategy, combine, drive
-from floodmark.exceptions import InvalidInputError, InvalidParameterError, SnapshotError
+from floodmark.exceptions import (
+    InvalidInputError,
+    InvalidParameterError,
+    SchemaError,
+    SnapshotError,
+)
 from floodmark.generator import WatermarkOutput
 from floodmark.replay import replay
 from floodmark.timeline import TimelineBuilder
@@ -572,6 +577,40 @@ def test_key_types_are_fixed_by_a_processed_batch_with_rows_only() -> None:
     assert out.results.to_pylist()[0]["sum_v"] == 2.5
 
 
+def test_key_and_channel_columns_of_only_nulls_and_no_type_are_taken() -> None:
+    """pandas gives an empty or all-None object column Arrow's null type: an empty one
+    fixes no key type, one of nulls after a typed batch is that type's nulls, and
+    replay takes it as a key or channel of nulls; nulls before any typed batch are
+    refused naming the column (their type would fix the results' key type)."""
+    import pandas as pd
+
+    window = TumblingEventTimeWindows.of(10)
+    nothing = pd.DataFrame({"k": pd.Series([], dtype=object), "t": pd.Series([], dtype="int64")})
+    nulls = pd.DataFrame({"k": [None, None], "t": [1, 2]})
+    op = WindowOperator(window, key="k", event_time="t")
+    assert op.process(nothing).results.num_rows == 0
+    with pytest.raises(SchemaError, match="holds only nulls and has no type") as err:
+        op.process(nulls)
+    assert err.value.column == "k"
+    op.process(pd.DataFrame({"k": ["a"], "t": [3]}))
+    op.process(nulls)
+    results = op.finish().results
+    assert results.schema.field("k").type == pa.string()
+    assert sorted(results.select(["k", "count"]).to_pylist(), key=str) == [
+        {"k": "a", "count": 1},
+        {"k": None, "count": 2},
+    ]
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
+    rows = pd.DataFrame({"c": [None, None], "k": [None, None], "t": [1, 2], "a": [1, 2]})
+    empty = rows.iloc[:0].astype({"c": object, "k": object})
+    assert replay(empty, strategy, channel="c", arrival="a", event_time="t").dropped.num_rows == 0
+    dropped = replay(rows, strategy, channel="c", arrival="a", event_time="t").dropped
+    assert dropped.column("reason").to_pylist() == ["null_channel"] * 2
+    rows["c"] = 0
+    out = replay(rows, strategy, channel="c", arrival="a", event_time="t", window=window, key="k")
+    assert out.results.select(["k", "count"]).to_pylist() == [{"k": None, "count": 2}]
+
+
 def test_a_window_operator_snapshot_of_another_unit_is_refused() -> None:
     """Every time an operator stores (watermark, window bounds) is in its unit: a
     snapshot of an ``ms`` operator restored into an ``s`` one read the watermark 1000x
@@ -643,6 +682,19 @@ TUMBLING = TumblingEventTimeWindows.of(10)
                 t, BOUNDED, channel="ch", arrival="at", event_time="ts", source_parallelism=2**70
             ),
             "source_parallelism",
+        ),
+        (
+            lambda t: replay(
+                t,
+                BOUNDED,
+                channel="ch",
+                arrival="at",
+                event_time="ts",
+                window=TUMBLING,
+                key="k",
+                allowed_lateness=-1,
+            ),
+            "allowed_lateness",
         ),
         (lambda t: WindowOperator(TUMBLING, key=None, event_time="ts"), "key"),  # type: ignore[arg-type]
         (lambda t: TimelineBuilder(BOUNDED, 2, subtasks=[0]), "subtasks"),

@@ -40,6 +40,7 @@ from floodmark.spark.late import element_late
 from floodmark.spark.lookup import with_in_force
 from floodmark.spark.plan import make_plan, valid_rows
 from floodmark.spark.timeline import compute_timelines
+from floodmark.spark.windows.starts import holds, last_start, starts_back
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, TICKS_PER_SECOND, Duration, to_ticks
 from floodmark.timeline import strategy_in_ticks
@@ -47,7 +48,7 @@ from floodmark.vocabulary import NOT_SWEPT, SAFE, SAFE_PARAM, SWEPT_WINDOWS, col
 from floodmark.windows import window_params
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 
 def window_grid(window: Any, unit: str) -> tuple[int, int, int]:
@@ -69,17 +70,6 @@ def nearest_rank(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     cum = np.cumsum(weights[order])
     rank = max(1, int(np.ceil(q * cum[-1])))
     return float(values[order][np.searchsorted(cum, rank, side="left")])
-
-
-def window_starts(ts: Column, size: int, slide: int, offset: int) -> Column:
-    """Every window start of a record (Flink's assignment), as an exploded column."""
-    from pyspark.sql import functions as F
-
-    r = F.pmod(ts - F.lit(offset), F.lit(slide))
-    last = ts - r
-    n = (size + slide - 1) // slide
-    starts = F.sequence(last - F.lit((n - 1) * slide), last, F.lit(slide))
-    return F.explode(F.filter(starts, lambda s: s > ts - F.lit(size)))
 
 
 @without_call_sites
@@ -214,9 +204,13 @@ def analyze_bounds(
         late_row = recs.agg(F.count("*").alias("n"), *late_exprs).collect()[0]
         # Per (key, window): the smallest W0(arrival) - end + 1 (MIN when no watermark yet).
         # Working columns are named apart from the input's (a key named ``end``).
-        per_window = recs.withColumn(
-            "__fm_start", window_starts(F.col("__fm_ts"), size, slide, offset)
-        ).withColumn("__fm_end", F.col("__fm_start") + F.lit(size))
+        ts, start = F.col("__fm_ts"), F.col("__fm_start")
+        starts = F.explode(starts_back(last_start(ts, slide, offset), size, slide))
+        per_window = (
+            recs.withColumn("__fm_start", starts)
+            .where(holds(start, ts, size))
+            .withColumn("__fm_end", start + F.lit(size))
+        )
         end = F.col("__fm_end")
         margin = [F.min(F.coalesce(w0[j] - end + 1, minimum)).alias(f"__fm_m{j}") for j in js]
         groups = per_window.groupBy(*[quote(k) for k in keys], end).agg(*margin)

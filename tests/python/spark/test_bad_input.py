@@ -155,6 +155,10 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
             **COLUMNS,
         ),
     ),
+    "negative allowed lateness": (
+        "`allowed_lateness`: must be >= 0, got -1",
+        lambda df: windowed(df, allowed_lateness=-1),
+    ),
     "negative partitions": ("num_partitions", lambda df: windowed(df, num_partitions=-1)),
     "fractional partitions": ("num_partitions", lambda df: windowed(df, num_partitions=2.5)),
     "partitions as text": ("num_partitions", lambda df: windowed(df, num_partitions="4")),

@@ -222,15 +222,20 @@ def test_path_native_is_refused_saying_what_it_does_not_run(
     assert handler.fingerprint(handler.check(events))["path"] == "native"
 
 
-def test_a_bad_window_or_key_is_refused_when_the_handler_is_made(tmp_path: Path) -> None:
-    """Arguments whose check needs no column (the window's kind, the keys) are refused
-    when the handler is made, by the checks every layer uses, not when the query
-    starts."""
+def test_a_bad_window_key_or_lateness_is_refused_when_the_handler_is_made(
+    tmp_path: Path,
+) -> None:
+    """Arguments whose check needs no column (the window's kind, the keys, a negative
+    allowed lateness) are refused when the handler is made, by the checks every layer
+    uses, not when the query starts."""
     tumbling = TumblingEventTimeWindows.of(timedelta(seconds=1))
     with pytest.raises(InvalidParameterError, match="`window`: expected Tumbling"):
         windows_handler(tmp_path, "tumbling", timedelta(0), ["count"])
     with pytest.raises(InvalidParameterError, match="`key`: a window needs at least one key"):
         windows_handler(tmp_path, tumbling, timedelta(0), ["count"], key=[])
+    for negative in (timedelta(seconds=-1), -1):
+        with pytest.raises(InvalidParameterError, match="`allowed_lateness`: must be >= 0"):
+            windows_handler(tmp_path, tumbling, negative, ["count"])
 
 
 def test_auto_takes_the_native_path_where_the_executors_lack_floodmark(

@@ -64,7 +64,7 @@ from floodmark.spark.windows.native import (
     with_pairs,
 )
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
-from floodmark.vocabulary import SAFE
+from floodmark.vocabulary import LATE_WATERMARK, SAFE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -230,7 +230,7 @@ def native_batch(
         *[F.col(n) for n in parts],
         (~unfired(plan, F.lit(end_watermark))).alias(_FIRED),
     )
-    late = recs.where(~is_open).drop(TS, ARRIVAL, _WS).withColumnRenamed(_WM, "watermark")
+    late = recs.where(~is_open).drop(TS, ARRIVAL, _WS).withColumnRenamed(_WM, LATE_WATERMARK)
     return NativeBatch(groups, results, fires, late, still_open)
 
 

@@ -77,8 +77,8 @@ from floodmark.spark.windows.side_outputs import (
 )
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import I64_MIN, Duration
-from floodmark.vocabulary import flag, parse_aggs, window_keys
-from floodmark.windows import check_assigner
+from floodmark.vocabulary import DROP_REASON, LATE_WATERMARK, flag, parse_aggs, window_keys
+from floodmark.windows import check_assigner, lateness_ticks
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -283,6 +283,7 @@ class StreamingWindows(BatchHandler):
             window_keys(key),
             parse_aggs(aggs),
         )
+        lateness_ticks(allowed_lateness, "s")  # refused now if negative in every unit
         self.allowed_lateness = allowed_lateness
         self.key_groups = positive_int(key_groups, "key_groups")
         self.num_partitions = (
@@ -529,7 +530,7 @@ class StreamingWindows(BatchHandler):
                     in_force(rows, wplan.wm, segment, _IN_FORCE),
                     splan,
                     emitted(out, "late", totals["late"]),
-                    "watermark",
+                    LATE_WATERMARK,
                     F.coalesce(
                         element_late(F.col(TS), wplan.lateness, F.col(_IN_FORCE)), F.lit(True)
                     ),
@@ -548,7 +549,7 @@ class StreamingWindows(BatchHandler):
                     done,
                     splan,
                     emitted(out, "dropped", totals["dropped"]),
-                    "reason",
+                    DROP_REASON,
                     dropped_candidates(wplan),
                     totals["dropped"],
                 )

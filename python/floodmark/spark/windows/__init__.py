@@ -7,6 +7,8 @@ Module map:
 * :mod:`.native`: tumbling windows, and sliding windows without gaps, with order-free
   aggregates, as native Spark aggregations (no record crosses into Python), and
   :mod:`.aggregates`, their aggregates as Spark expressions.
+* :mod:`.starts`: Flink's window assignment in Spark SQL (the native path's, and
+  ``analyze_bounds``').
 * :mod:`.keyed`: everything else, on the keyed Rust window operator in ``mapInArrow``.
 * :mod:`.side_outputs`: the late and dropped rows with every input column, for both
   paths.
@@ -47,8 +49,10 @@ from floodmark.spark.windows.side_outputs import (
     side_frame,
 )
 from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
-from floodmark.time import Duration, to_ticks
+from floodmark.time import Duration
 from floodmark.vocabulary import (
+    DROP_REASON,
+    LATE_WATERMARK,
     RESULT_WINDOW,
     SIDE_OUTPUT_COLUMNS,
     SPARK_RESULT_TAIL,
@@ -59,7 +63,7 @@ from floodmark.vocabulary import (
     parse_aggs,
     window_keys,
 )
-from floodmark.windows import LATE, ON_TIME, window_params
+from floodmark.windows import LATE, ON_TIME, lateness_ticks, window_params
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -205,10 +209,10 @@ def window_aggregate(
         return WindowedOutput(
             results=results_frame(keyed.results, plan),
             late=side_frame(
-                matched(df, plan, keyed.late, "watermark", maybe_late), plan, df, "late"
+                matched(df, plan, keyed.late, LATE_WATERMARK, maybe_late), plan, df, "late"
             ),
             dropped=side_frame(
-                matched(df, plan, keyed.dropped, "reason", dropped_candidates(plan)),
+                matched(df, plan, keyed.dropped, DROP_REASON, dropped_candidates(plan)),
                 plan,
                 df,
                 "dropped",
@@ -234,9 +238,7 @@ def make_window_plan(
         key_column(df, k, "key")
     parsed = parse_aggs(aggs)
     values = {a[1]: value_column(df, a[1], "aggs") for a in parsed if not isinstance(a, str)}
-    lateness = to_ticks(allowed_lateness, wm_plan.event_time.unit, "allowed_lateness")
-    if lateness < 0:
-        raise InvalidParameterError("allowed_lateness", f"must be >= 0, got {allowed_lateness!r}")
+    lateness = lateness_ticks(allowed_lateness, wm_plan.event_time.unit)
     channel = wm_plan.channel
     plan = WindowPlan(
         wm_plan,

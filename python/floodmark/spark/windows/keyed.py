@@ -26,7 +26,7 @@ from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
-from floodmark.vocabulary import agg_name
+from floodmark.vocabulary import DROP_REASON, LATE_WATERMARK, agg_name
 from floodmark.windows import WindowOperator
 
 if TYPE_CHECKING:
@@ -120,8 +120,8 @@ def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
     ]
     return {
         "result": StructType(results),
-        "late": StructType([*records, StructField("watermark", LongType())]),
-        "dropped": StructType([*records, StructField("reason", StringType())]),
+        "late": StructType([*records, StructField(LATE_WATERMARK, LongType())]),
+        "dropped": StructType([*records, StructField(DROP_REASON, StringType())]),
     }
 
 

@@ -59,8 +59,10 @@ from floodmark.spark.plan import valid_rows
 from floodmark.spark.timeline import LateProbe, Timeline
 from floodmark.spark.windows.aggregates import NATIVE_AGGREGATES, merge, parts, result, row_parts
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
+from floodmark.spark.windows.starts import holds, last_start, starts_back
+from floodmark.spark.windows.starts import windows_per_record as per_record
 from floodmark.time import I64_MAX, I64_MIN
-from floodmark.vocabulary import SAFE, SAFE_PARAM, agg_name
+from floodmark.vocabulary import LATE_WATERMARK, SAFE, SAFE_PARAM, agg_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -129,9 +131,9 @@ def not_native(plan: WindowPlan) -> str | None:
 
 
 def windows_per_record(plan: WindowPlan) -> int:
-    """The most windows one record falls in (``ceil(size / step)``)."""
+    """The most windows one of the stage's records falls in."""
     _, size, step, _ = grid(plan)
-    return -(-size // step)
+    return per_record(size, step)
 
 
 def suitable(plan: WindowPlan, timeline: Timeline) -> bool:
@@ -246,7 +248,7 @@ def native_outputs(
     if plan.lateness and maybe_late:
         results = results.unionByName(refirings(plan, pairs, on_time, is_open, size))
     late = recs.where(~is_open).select(
-        *[F.col(quote(c)) for c in df.columns], F.col(_WM).alias("watermark")
+        *[F.col(quote(c)) for c in df.columns], F.col(_WM).alias(LATE_WATERMARK)
     )
     return results, late
 
@@ -259,7 +261,7 @@ def last_window_start(plan: WindowPlan) -> Column:
 
     _, _, step, offset = grid(plan)
     ts = F.col(TS)
-    return F.when(ts.between(-SAFE, SAFE), ts - F.pmod(ts - F.lit(offset), F.lit(step)))
+    return F.when(ts.between(-SAFE, SAFE), last_start(ts, step, offset))
 
 
 def window_max(plan: WindowPlan) -> Column:
@@ -295,11 +297,9 @@ def with_pairs(recs: DataFrame, plan: WindowPlan) -> DataFrame:
     _, size, step, _ = grid(plan)
     if size <= step:
         return recs
-    latest = F.col(_WS)
-    back = (windows_per_record(plan) - 1) * step
-    starts = F.explode(F.sequence(latest, latest - F.lit(back), F.lit(-step))).alias(_WS)
+    starts = F.explode(starts_back(F.col(_WS), size, step)).alias(_WS)
     return recs.select(*[F.col(quote(c)) for c in recs.columns if c != _WS], starts).where(
-        F.col(_WS) > F.col(TS) - F.lit(size)
+        holds(F.col(_WS), F.col(TS), size)
     )
 
 

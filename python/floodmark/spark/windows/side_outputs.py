@@ -44,7 +44,7 @@ from floodmark.spark.lookup import in_force_column
 from floodmark.spark.plan import error_reason, valid_rows
 from floodmark.spark.timeline import Timeline
 from floodmark.spark.windows.plan import ARRIVAL, TS, WindowPlan
-from floodmark.vocabulary import SAFE, SAFE_PARAM
+from floodmark.vocabulary import DROP_REASON, LATE_WATERMARK, SAFE, SAFE_PARAM
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -151,9 +151,9 @@ def side_frame(rows: DataFrame, plan: WindowPlan, df: DataFrame, kind: str) -> D
     from pyspark.sql import functions as F
 
     extra = (
-        plan.wm.event_time.from_ticks(F.col("watermark")).alias("watermark")
+        plan.wm.event_time.from_ticks(F.col(LATE_WATERMARK)).alias(LATE_WATERMARK)
         if kind == "late"
-        else F.col("reason")
+        else F.col(DROP_REASON)
     )
     return rows.select(*[F.col(quote(c)) for c in df.columns], extra)
 
@@ -164,7 +164,7 @@ def errors_frame(df: DataFrame, plan: WindowPlan) -> DataFrame:
     from pyspark.sql import functions as F
 
     cols = [F.col(quote(c)) for c in df.columns]
-    return df.where(~valid_rows(plan.wm)).select(*cols, error_reason(plan.wm).alias("reason"))
+    return df.where(~valid_rows(plan.wm)).select(*cols, error_reason(plan.wm).alias(DROP_REASON))
 
 
 __all__ = [
