@@ -1150,6 +1150,39 @@ def test_publishing_replaces_another_runs_batch_and_finishes_its_own(
     assert names(final) == ["part-a.parquet", "part-b.parquet"]
 
 
+def test_an_empty_output_is_staged_without_a_job_after_the_first(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A batch known to have none of an output: ParquetOutputs stages an empty Parquet
+    file of the output's schema, by a Spark job the first time and by a copy of it
+    after (no job); each published batch reads back with the schema, and another
+    schema gets a file of its own."""
+    from pyspark.sql import functions as F
+    from spark_helpers import jobs
+
+    from floodmark.spark.streaming.state import StateStore
+
+    store = StateStore(spark, str(tmp_path / "state"))
+    outputs = ParquetOutputs(str(tmp_path / "out"))
+    frame = spark.range(3).select(F.col("id"), F.lit("x").alias("s"))
+    for batch_id in range(3):
+        before_jobs = jobs(spark)
+        outputs.write_empty("late", frame, batch_id)
+        assert (jobs(spark) - before_jobs > 0) == (batch_id == 0), batch_id
+        outputs.publish(store, batch_id, ["late"])
+    assert names(tmp_path / "out" / "late") == ["batch=0", "batch=1", "batch=2"]
+    assert "_SUCCESS" in names(tmp_path / "out" / "late" / "batch=2")
+    back = spark.read.parquet(str(tmp_path / "out" / "late"))
+    assert back.columns == ["id", "s", "batch"] and back.count() == 0
+    assert dict(back.dtypes)["s"] == "string"
+    other = frame.withColumn("extra", F.lit(1.5))
+    outputs.write_empty("late", other, 3)  # another schema: written by a job again
+    staged = pq.read_table(outputs.staging("late", 3))
+    assert staged.num_rows == 0 and staged.column_names == ["id", "s", "extra"]
+    kept = [n for n in names(tmp_path / "out" / "_empty") if not n.startswith(".")]  # .crc
+    assert len(kept) == 2 and all(n.startswith("late-") for n in kept)
+
+
 def test_a_channel_column_of_another_type_after_a_restart_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:

@@ -322,9 +322,26 @@ class BatchHandler(ABC):
             self.on_progress(summary)
         self.kill("before_spark_commit", batch_id)
 
-    def write(self, kind: str, frame: DataFrame, batch_id: int, result: BatchResult) -> None:
-        """One output of the batch, through the sink."""
-        self.outputs(kind, frame, batch_id)
+    def write(
+        self,
+        kind: str,
+        frame: DataFrame,
+        batch_id: int,
+        result: BatchResult,
+        *,
+        empty: bool = False,
+    ) -> None:
+        """One output of the batch, through the sink; ``empty``: the batch is known to
+        have no rows of it (the sink gets them without reading the batch, and
+        :class:`ParquetOutputs` stages them without a Spark job)."""
+        from pyspark.sql import functions as F
+
+        if not empty:
+            self.outputs(kind, frame, batch_id)
+        elif isinstance(self.outputs, ParquetOutputs):
+            self.outputs.write_empty(kind, frame, batch_id)
+        else:
+            self.outputs(kind, frame.where(F.lit(False)), batch_id)
         result.kinds.append(kind)
 
     def publish(self, store: StateStore, batch_id: int, kinds: list[str]) -> None:

@@ -34,6 +34,9 @@ class Sink(Protocol):
 
 #: The partition column of :class:`ParquetOutputs`' folders.
 PARTITION = "batch"
+#: The folder (under the output path) of :class:`ParquetOutputs`' empty Parquet files,
+#: one per output kind and schema, copied into a batch that has none of that output.
+EMPTY = "_empty"
 
 
 class ParquetOutputs:
@@ -96,6 +99,33 @@ class ParquetOutputs:
         for key, value in self.options.items():
             writer = writer.option(key, value)
         writer.parquet(self.staging(kind, batch_id))
+
+    def write_empty(self, kind: str, df: DataFrame, batch_id: int) -> None:
+        """Stages ``(kind, batch_id)`` as a batch with no rows of ``df``'s schema (the
+        caller knows it has none), as :meth:`__call__` of no rows would, but without a
+        Spark job after the first: a copy of an empty Parquet file of that schema (and
+        these writer options) kept in ``path/_empty``, written by a job the first time.
+        Every published batch folder holds a file with the output's schema, so
+        ``spark.read.parquet`` reads the output whatever batches it holds."""
+        import hashlib
+
+        from pyspark.sql import functions as F
+
+        from floodmark.spark.streaming.state import StateStore
+
+        files = StateStore(df.sparkSession, self.path)
+        shape = json.dumps([df.schema.jsonValue(), sorted(self.options.items())])
+        template = files.path(EMPTY, f"{kind}-{hashlib.sha256(shape.encode()).hexdigest()[:16]}")
+        staging = self.staging(kind, batch_id)
+        if files.exists(template):
+            files.delete(staging)
+            files.copy(template, f"{staging}/part-00000-empty.parquet")
+            files.write(f"{staging}/_SUCCESS", b"")
+            return
+        self(kind, df.where(F.lit(False)), batch_id)
+        part = next((n for n in files.names(staging) if n.startswith("part-")), None)
+        if part is not None:  # Spark writes one file of the schema for no rows
+            files.copy(f"{staging}/{part}", template)
 
     def claim(self, spark: Any, query_id: str | None) -> None:
         """Records ``query_id`` as the query writing to ``path`` (``path/_query.json``)

@@ -109,6 +109,16 @@ class StateStore:
         if not self._fs.rename(self._p(temporary), self._p(path)):
             raise StateError(f"cannot move {temporary} to {path}")
 
+    def copy(self, source: str, target: str) -> None:
+        """Copies file ``source`` to ``target`` atomically (a temporary file renamed into
+        place), within this file system."""
+        temporary = f"{target}.tmp-{uuid.uuid4().hex}"
+        util = self._jvm.org.apache.hadoop.fs.FileUtil
+        conf = self.spark._jsc.hadoopConfiguration()
+        if not util.copy(self._fs, self._p(source), self._fs, self._p(temporary), False, conf):
+            raise StateError(f"cannot copy {source} to {temporary}")
+        self.rename(temporary, target)
+
     def rename(self, source: str, target: str) -> None:
         """Moves ``source`` to ``target`` (replacing it)."""
         self.delete(target)

@@ -155,6 +155,28 @@ def emissions_frame(batch: DataFrame, plan: WatermarkPlan, segment: Segment) -> 
     return _in_input_types(batch, plan, segment.emissions, "channel")
 
 
+def write_segment(
+    handler: Any,
+    batch: DataFrame,
+    plan: WatermarkPlan,
+    segment: Segment,
+    batch_id: int,
+    result: Any,
+    *,
+    timeline: bool,
+) -> None:
+    """Writes the batch's segment of the combined timeline (if ``timeline``) and, if the
+    handler asks for them, the channels' emissions, through ``handler.write`` (an
+    empty one known from the driver's table)."""
+    frames = {"timeline": (timeline, timeline_frame, segment.timeline)}
+    frames["emissions"] = (handler.emissions, emissions_frame, segment.emissions)
+    for kind, (wanted, frame, table) in frames.items():
+        if wanted:
+            handler.write(
+                kind, frame(batch, plan, segment), batch_id, result, empty=not table.num_rows
+            )
+
+
 def _in_input_types(
     batch: DataFrame, plan: WatermarkPlan, table: pa.Table, channel: str
 ) -> DataFrame:
@@ -290,12 +312,10 @@ class StreamingWatermarks(BatchHandler):
                 F.sum(F.col("is_late").cast("long")).alias("late"),
                 F.sum(F.col(ERROR_COLUMN).isNotNull().cast("long")).alias("errors"),
             ).collect()[0]
-            self.write("records", records, batch_id, result)
+            self.write("records", records, batch_id, result, empty=not counts["rows"])
         finally:
             records.unpersist()
-        self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
-        if self.emissions:
-            self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
+        write_segment(self, batch, plan, segment, batch_id, result, timeline=True)
         self.kill("after_outputs", batch_id)
         late, errors = int(counts["late"] or 0), int(counts["errors"] or 0)
         new = dataclasses.replace(

@@ -51,12 +51,11 @@ from floodmark.spark.streaming.state import StateStore
 from floodmark.spark.streaming.watermarks import (
     Advanced,
     advance_batch,
-    emissions_frame,
     in_force,
     processed,
     progress,
     stamped_plan,
-    timeline_frame,
+    write_segment,
 )
 from floodmark.spark.windows import make_window_plan, results_frame
 from floodmark.spark.windows.keyed import (
@@ -373,10 +372,7 @@ class StreamingWindows(BatchHandler):
         segment = advanced.segment
         step = self.native if native else self.keyed
         counts = step(batch, batch_id, wplan, advanced, store, result)
-        if self.timeline:
-            self.write("timeline", timeline_frame(batch, plan, segment), batch_id, result)
-        if self.emissions:
-            self.write("emissions", emissions_frame(batch, plan, segment), batch_id, result)
+        write_segment(self, batch, plan, segment, batch_id, result, timeline=self.timeline)
         self.kill("after_outputs", batch_id)
         new = dataclasses.replace(
             segment.state,
@@ -407,7 +403,6 @@ class StreamingWindows(BatchHandler):
     ) -> dict[str, int]:
         """The native pass of one batch: outputs written, open windows saved; returns
         the counts of results, late and dropped rows."""
-        from pyspark.sql import functions as F
 
         spark = batch.sparkSession
         rows, segment = advanced.rows, advanced.segment
@@ -430,13 +425,13 @@ class StreamingWindows(BatchHandler):
                 "late": late,
                 "dropped": advanced.unplaced,
             }
-            self.write("results", results, batch_id, result)
             for kind, frame in (
+                ("results", results),
                 ("late", side_frame(out.late, wplan, batch, "late")),
                 ("dropped", errors_frame(batch, wplan)),
             ):  # an empty output reads nothing
-                frame = frame if counts[kind] else frame.where(F.lit(False))
-                self.write(kind, frame, batch_id, result)
+                empty = not counts["result" if kind == "results" else kind]
+                self.write(kind, frame, batch_id, result, empty=empty)
             self.background.wait()
         finally:
             self.background.wait(raise_errors=False)  # the open windows are read from the cache
@@ -522,7 +517,7 @@ class StreamingWindows(BatchHandler):
                     totals[name] += int(value)
             self.background.start(operators)  # from the cache, beside the outputs
             results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
-            self.write("results", results, batch_id, result)
+            self.write("results", results, batch_id, result, empty=not totals["result"])
             # The side outputs join the operator's rows back to the input, narrowed to
             # the rows that can be emitted (an empty one reads nothing).
             late = side_frame(
@@ -540,9 +535,7 @@ class StreamingWindows(BatchHandler):
                 batch,
                 "late",
             )
-            self.write(
-                "late", late if totals["late"] else late.where(F.lit(False)), batch_id, result
-            )
+            self.write("late", late, batch_id, result, empty=not totals["late"])
             dropped = errors_frame(batch, wplan)
             if totals["dropped"]:
                 found = matched(
@@ -554,9 +547,8 @@ class StreamingWindows(BatchHandler):
                     totals["dropped"],
                 )
                 dropped = side_frame(found, wplan, batch, "dropped").unionByName(dropped)
-            elif not unplaced:
-                dropped = dropped.where(F.lit(False))
-            self.write("dropped", dropped, batch_id, result)
+            empty = not (totals["dropped"] or unplaced)
+            self.write("dropped", dropped, batch_id, result, empty=empty)
             self.background.wait()
             totals["dropped"] += unplaced
         finally:
