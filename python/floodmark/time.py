@@ -102,9 +102,15 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
     return max(I64_MIN, min(I64_MAX, ticks))
 
 
+_MAX_INTERVAL = 1 << 61
+
+
 def interval_ticks(interval: Duration, unit: str, parameter: str = "emit_interval") -> int:
     """An emission interval in ticks of ``unit`` (the arrival's, whose clock the
-    emissions follow): at least one tick, in every entry point.
+    emissions follow): at least one tick and under 2^61 ticks, in every entry point.
+    Arrival times within two intervals of the 64-bit range's ends cannot be placed on
+    the emission grid; under 2^61 ticks every arrival within 2^62 of zero can (a
+    coarser grid would refuse every arrival, naming the data instead of this).
 
     Raises:
         InvalidParameterError: naming ``parameter``.
@@ -114,6 +120,12 @@ def interval_ticks(interval: Duration, unit: str, parameter: str = "emit_interva
         raise InvalidParameterError(
             parameter,
             f"must be at least one tick of the arrival's unit ({unit!r}), got {interval!r}",
+        )
+    if ticks >= _MAX_INTERVAL:
+        raise InvalidParameterError(
+            parameter,
+            f"must be under 2^61 ticks of the arrival's unit ({unit!r}), got {interval!r}: "
+            "on a coarser emission grid no arrival time can be placed",
         )
     return ticks
 

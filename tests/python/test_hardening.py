@@ -823,9 +823,10 @@ def test_a_pandas_frame_pyarrow_cannot_convert_is_refused_naming_the_column() ->
             WindowOperator(TUMBLING, key="k", event_time="ts").process(frame)
 
 
-def test_an_emission_interval_under_one_tick_is_refused_alike_everywhere() -> None:
+def test_an_emission_interval_under_one_tick_or_too_coarse_is_refused_alike_everywhere() -> None:
     """One rule (``floodmark.time.interval_ticks``): the Spark layer said ``-5 is less
-    than one tick``, ``drive`` ``must be > 0 ticks``, ``replay`` the engine's words."""
+    than one tick``, ``drive`` ``must be > 0 ticks``, ``replay`` the engine's words; an
+    interval on whose grid no arrival can be placed was blamed on the arrivals."""
     bounded = WatermarkStrategy.for_monotonous_timestamps()
     calls = (
         lambda iv: replay(_events(), bounded, channel="ch", arrival="at", event_time="ts", **iv),
@@ -837,6 +838,11 @@ def test_an_emission_interval_under_one_tick_is_refused_alike_everywhere() -> No
             with pytest.raises(InvalidParameterError, match="at least one tick") as err:
                 call({"emit_interval": interval})
             assert err.value.parameter == "emit_interval"
+        for interval in (2**61, 2**63 - 1):
+            with pytest.raises(InvalidParameterError, match="under 2\\^61 ticks") as err:
+                call({"emit_interval": interval})
+            assert err.value.parameter == "emit_interval"
+        call({"emit_interval": 2**61 - 1})  # arrivals near zero are placed
 
 
 def _odd_columns() -> dict[str, pa.Array]:

@@ -155,7 +155,6 @@ def analyze_bounds(
         for i in idle_timeouts:
             by_ticks.setdefault(None if i is None else to_ticks(i, arr.unit, "idle_timeouts"), i)
         idle_ticks, idle_timeouts = list(by_ticks), list(by_ticks.values())
-        idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
         size, slide, offset = window_grid(window, ev.unit)
         strategies = []
         for idle in idle_timeouts:
@@ -166,6 +165,8 @@ def analyze_bounds(
                 strategies.append(strategy_in_ticks(strategy, ev.unit, arr.unit))
             except InvalidParameterError as err:  # each names idle_timeout
                 raise err.renamed("idle_timeouts") from None
+        # after the strategies' own check (> 0), so a negative one is not "too large"
+        idle_durations = reported(idle_ticks, per_arr, "idle_timeouts")
         if max(size, slide, abs(offset)) >= SAFE_PARAM:
             raise InvalidParameterError(
                 "window", "analyze_bounds takes window sizes, slides and offsets under 2^60 ticks"

@@ -133,6 +133,10 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "`emit_interval`: must be at least one tick of the arrival's unit ('s')",
         lambda df: assign_watermarks(df, STRATEGY, **COLUMNS, arrival_unit="s"),
     ),
+    "emit interval too coarse for any arrival": (  # was blamed on the arrival column
+        "`emit_interval`: must be under 2^61 ticks of the arrival's unit ('ms')",
+        lambda df: assign_watermarks(df, STRATEGY, **COLUMNS, emit_interval=2**62),
+    ),
     "arrival unit without arrival": (
         "`arrival_unit`",
         lambda df: assign_watermarks(df, STRATEGY, event_time="ts", channel="ch", arrival_unit="s"),
@@ -190,6 +194,12 @@ BAD_CALLS: dict[str, tuple[str, Callable[[Any], object]]] = {
         "idle_timeouts",
         lambda df: analyze_bounds(
             df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[timedelta.max], **COLUMNS
+        ),
+    ),
+    "the most negative idle timeout": (  # was called too large to report
+        "`idle_timeouts`: must be greater than zero",
+        lambda df: analyze_bounds(
+            df, bounds=[timedelta(0)], window=WINDOW, idle_timeouts=[-(2**63)], **COLUMNS
         ),
     ),
     "zero idle timeout": (
