@@ -51,7 +51,9 @@ class ParquetOutputs:
     ``batch`` column.
 
     The first batch records the query's id in ``path/_query.json``; another query
-    (another checkpoint) writing to the same path is refused.
+    (another checkpoint) writing to the same path is refused. ``path/_empty`` keeps one
+    empty Parquet file per output and schema, copied into a batch that has no rows of
+    that output (:meth:`write_empty`: no Spark job for it).
 
     Where the file system renames a folder in one step (HDFS, local, ABFS), a reader
     sees a batch whole or not at all. S3A renames a folder file by file: there a reader
