@@ -404,6 +404,13 @@ def test_a_string_channel_starts_with_an_empty_batch(spark: Any, tmp_path: Path)
     assert got.num_rows > 10
     assert rows_of(got, cols) == rows_of(before(want.results.toArrow(), "fired_at", frontier), cols)
     assert read_output(spark, tmp_path / "out", "dropped").num_rows == 5
+    # Outputs known empty (every output of the first two batches but batch 1's dropped
+    # rows) are staged from a kept empty file, after the first by a copy, not a job.
+    batches = len(handler.progress)
+    for kind in ("results", "late", "dropped"):
+        assert len([n for n in names(tmp_path / "out" / kind) if n.startswith("batch=")]) == batches
+    assert "part-00000-empty.parquet" in names(tmp_path / "out" / "results" / "batch=1")
+    assert "part-00000-empty.parquet" in names(tmp_path / "out" / "late" / "batch=1")
     want.unpersist()
 
 

@@ -403,7 +403,6 @@ class StreamingWindows(BatchHandler):
     ) -> dict[str, int]:
         """The native pass of one batch: outputs written, open windows saved; returns
         the counts of results, late and dropped rows."""
-
         spark = batch.sparkSession
         rows, segment = advanced.rows, advanced.segment
         previous = store.last_before(batch_id)
