@@ -41,6 +41,9 @@ SAFE_PARAM = 1 << 60
 RESULT_TAIL: tuple[str, ...] = ("watermark", "timing", "trigger_position", "trigger_time")
 #: The result columns between the keys and the aggregates.
 RESULT_WINDOW: tuple[str, ...] = ("window_start", "window_end")
+#: The result columns by name, for the layers that build them (the Spark paths).
+FIRED_WATERMARK, TIMING, TRIGGER_POSITION, TRIGGER_TIME = RESULT_TAIL
+WINDOW_START, WINDOW_END = RESULT_WINDOW
 #: The Spark functions' result columns after the aggregates: the engine's trigger
 #: position and time become when the window fired (``fired_at``, in the arrival
 #: column's type; the engine's names stay reserved, used on the way).
@@ -292,6 +295,7 @@ __all__ = [
     "AGG_FUNCTIONS",
     "DROP_REASON",
     "DROP_REASONS",
+    "FIRED_WATERMARK",
     "LATE_WATERMARK",
     "MIN_EVENT_TIME",
     "NO_WINDOW",
@@ -306,6 +310,11 @@ __all__ = [
     "SAFE_PARAM",
     "SIDE_OUTPUT_COLUMNS",
     "SPARK_RESULT_TAIL",
+    "TIMING",
+    "TRIGGER_POSITION",
+    "TRIGGER_TIME",
+    "WINDOW_END",
+    "WINDOW_START",
     "Agg",
     "agg_name",
     "check_not_added",

@@ -64,7 +64,7 @@ from floodmark.spark.windows.native import (
     with_pairs,
 )
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
-from floodmark.vocabulary import LATE_WATERMARK, SAFE
+from floodmark.vocabulary import FIRED_WATERMARK, LATE_WATERMARK, SAFE, TRIGGER_TIME
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -215,9 +215,9 @@ def native_batch(
         *keys,
         *window_bounds(size),
         *finished(plan, lambda n: F.col(n + _ON)),
-        fire_wm.alias("watermark"),
+        fire_wm.alias(FIRED_WATERMARK),
         F.lit(False).alias(REFIRE),
-        fire_time.alias("trigger_time"),
+        fire_time.alias(TRIGGER_TIME),
     )
     results = on_time_results
     if plan.lateness:

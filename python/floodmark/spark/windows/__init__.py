@@ -52,10 +52,12 @@ from floodmark.strategy import DEFAULT_EMIT_INTERVAL, WatermarkStrategy
 from floodmark.time import Duration
 from floodmark.vocabulary import (
     DROP_REASON,
+    FIRED_WATERMARK,
     LATE_WATERMARK,
     RESULT_WINDOW,
     SIDE_OUTPUT_COLUMNS,
     SPARK_RESULT_TAIL,
+    TRIGGER_TIME,
     agg_name,
     check_not_added,
     check_result_names,
@@ -261,7 +263,7 @@ def results_frame(results: DataFrame, plan: WindowPlan) -> DataFrame:
 
     ev, arr = plan.wm.event_time, plan.wm.arrival
     timing = F.when(F.col(REFIRE), F.lit(LATE)).otherwise(F.lit(ON_TIME))
-    tail = (ev.from_ticks(F.col("watermark")), timing, arr.from_ticks(F.col("trigger_time")))
+    tail = (ev.from_ticks(F.col(FIRED_WATERMARK)), timing, arr.from_ticks(F.col(TRIGGER_TIME)))
     return results.select(
         *[F.col(quote(k)) for k in plan.keys],
         *[ev.from_ticks(F.col(c)).alias(c) for c in RESULT_WINDOW],

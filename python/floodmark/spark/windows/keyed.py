@@ -26,7 +26,15 @@ from floodmark.spark.executors import require_floodmark
 from floodmark.spark.packed import pack, packed_schema, unpacked
 from floodmark.spark.plan import valid_rows
 from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
-from floodmark.vocabulary import DROP_REASON, LATE_WATERMARK, agg_name
+from floodmark.vocabulary import (
+    DROP_REASON,
+    FIRED_WATERMARK,
+    LATE_WATERMARK,
+    RESULT_WINDOW,
+    TIMING,
+    TRIGGER_TIME,
+    agg_name,
+)
 from floodmark.windows import WindowOperator
 
 if TYPE_CHECKING:
@@ -103,7 +111,7 @@ def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
     fields = {f.name: f.dataType for f in sent.fields}
     records = [StructField(c, fields[c]) for c in plan.sent_columns()]
     results = [StructField(k, fields[k]) for k in plan.keys]
-    results += [StructField("window_start", LongType()), StructField("window_end", LongType())]
+    results += [StructField(c, LongType()) for c in RESULT_WINDOW]
     for agg in plan.aggs:
         dtype: DataType
         if agg == "count":
@@ -114,9 +122,9 @@ def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
             dtype = LongType() if plan.values[agg[1]] == "bigint" else DoubleType()
         results.append(StructField(agg_name(agg), dtype))
     results += [
-        StructField("watermark", LongType()),
+        StructField(FIRED_WATERMARK, LongType()),
         StructField(REFIRE, BooleanType()),
-        StructField("trigger_time", LongType()),
+        StructField(TRIGGER_TIME, LongType()),
     ]
     return {
         "result": StructType(results),
@@ -128,7 +136,7 @@ def output_schemas(plan: WindowPlan, sent: StructType) -> dict[str, StructType]:
 def conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """The operator's output ``batch`` in its kind's output ``schema``; the results'
     ``timing`` flag is the ``REFIRE`` column."""
-    cols = [batch.column("timing" if f.name == REFIRE else f.name).cast(f.type) for f in schema]
+    cols = [batch.column(TIMING if f.name == REFIRE else f.name).cast(f.type) for f in schema]
     return pa.record_batch(cols, schema=schema)
 
 

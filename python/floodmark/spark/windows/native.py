@@ -62,7 +62,16 @@ from floodmark.spark.windows.plan import ARRIVAL, REFIRE, TS, WindowPlan
 from floodmark.spark.windows.starts import holds, last_start, starts_back
 from floodmark.spark.windows.starts import windows_per_record as per_record
 from floodmark.time import I64_MAX, I64_MIN
-from floodmark.vocabulary import LATE_WATERMARK, SAFE, SAFE_PARAM, agg_name
+from floodmark.vocabulary import (
+    FIRED_WATERMARK,
+    LATE_WATERMARK,
+    SAFE,
+    SAFE_PARAM,
+    TRIGGER_TIME,
+    WINDOW_END,
+    WINDOW_START,
+    agg_name,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -240,9 +249,9 @@ def native_outputs(
     grouped = pairs.where(on_time).groupBy(*keys, F.col(_WS)).agg(*[c.alias(n) for n, c in specs])
     at_end = unfired(plan, F.lit(sched.last_watermark))
     firing = [
-        F.when(at_end, F.lit(I64_MAX)).otherwise(fire_wm_col).alias("watermark"),
+        F.when(at_end, F.lit(I64_MAX)).otherwise(fire_wm_col).alias(FIRED_WATERMARK),
         F.lit(False).alias(REFIRE),
-        F.when(at_end, F.lit(None).cast("bigint")).otherwise(fire_time_col).alias("trigger_time"),
+        F.when(at_end, F.lit(None).cast("bigint")).otherwise(fire_time_col).alias(TRIGGER_TIME),
     ]
     results = grouped.select(*keys, *window_bounds(size), *finished(plan, F.col), *firing)
     if plan.lateness and maybe_late:
@@ -327,7 +336,7 @@ def window_bounds(size: int) -> list[Column]:
     from pyspark.sql import functions as F
 
     start = F.col(_WS)
-    return [start.alias("window_start"), (start + F.lit(size)).alias("window_end")]
+    return [start.alias(WINDOW_START), (start + F.lit(size)).alias(WINDOW_END)]
 
 
 def finished(plan: WindowPlan, part: Callable[[str], Column]) -> list[Column]:
@@ -412,9 +421,9 @@ def refirings(
         *keys,
         *window_bounds(size),
         *finished(plan, F.col),
-        F.col(_WM).alias("watermark"),
+        F.col(_WM).alias(FIRED_WATERMARK),
         F.lit(True).alias(REFIRE),
-        F.col(ARRIVAL).alias("trigger_time"),
+        F.col(ARRIVAL).alias(TRIGGER_TIME),
     )
 
 
