@@ -178,6 +178,7 @@ NOISE = (
 )
 
 
+@pytest.mark.usefixtures("spark_subprocesses")
 def test_demo_as_a_user_runs_it(tmp_path: Path) -> None:
     """``floodmark demo`` in a fresh process (a JVM of its own): none of the JVM's or
     Spark's start-up lines reach the terminal, the progress lines do, and the summary,
@@ -221,6 +222,7 @@ def test_demo_as_a_user_runs_it(tmp_path: Path) -> None:
     assert results.num_rows > 0
 
 
+@pytest.mark.usefixtures("spark_subprocesses")
 @pytest.mark.parametrize("stage", ["[2/", "[3/"])
 def test_ctrl_c_while_spark_runs_is_one_line_and_leaves_nothing(tmp_path: Path, stage: str) -> None:
     """Ctrl-C in the watermark or the writing stage: exit 130, ``floodmark:

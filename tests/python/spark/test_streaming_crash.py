@@ -26,6 +26,9 @@ from streaming_helpers import write_files
 from floodmark.datagen import StreamSpec, generate
 from floodmark.spark.streaming.handler import KILL_POINTS
 
+# Each run's JVM maps the class-data archive (conftest.py, jvm_archive.py).
+pytestmark = pytest.mark.usefixtures("spark_subprocesses")
+
 JOB = Path(__file__).with_name("streaming_job.py")
 SPEC = StreamSpec(
     rows=3_000,
