@@ -468,10 +468,8 @@ class WindowOperator:
         arrays: list[pa.Array] = []
         names: list[str] = []
         key_types = []
-        for i, name in enumerate(self._keys):
+        for name in self._keys:
             col = _column(batch, name)
-            if pa.types.is_null(col.type):
-                col = self._typed_nulls(col, name, i)
             # The results' type: the input's, a dictionary's values (keyed by value: a
             # pandas categorical's codes may widen from one batch to the next)
             t = col.type
@@ -501,6 +499,17 @@ class WindowOperator:
         if not batch.num_rows and self._key_types is not None:
             key_types = self._key_types
         return pa.RecordBatch.from_arrays(arrays, names=names), key_types
+
+    def _typed_keys(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` with its key columns of Arrow's null type in the key's type
+        (:meth:`_typed_nulls`): the results, the late and the dropped rows all carry it."""
+        for i, name in enumerate(self._keys):
+            col = _column(batch, name)
+            if pa.types.is_null(col.type):
+                at = field_index(batch.schema, name)
+                typed = self._typed_nulls(col, name, i)
+                batch = batch.set_column(at, pa.field(name, typed.type), typed)
+        return batch
 
     def _typed_nulls(self, col: pa.Array, name: str, i: int) -> pa.Array:
         """A key column of Arrow's null type (pandas makes one of an empty or all-``None``
@@ -566,6 +575,7 @@ class WindowOperator:
     def _process_one(
         self, rb: pa.RecordBatch, positions: list[int], marks: list[int], times: list[int | None]
     ) -> WindowOutput:
+        rb = self._typed_keys(rb)
         native_batch, key_types = self._prepare(rb)
         raw = self._native.process(native_batch, positions, marks, times, key_types)
         if rb.num_rows:

@@ -600,6 +600,15 @@ def test_key_and_channel_columns_of_only_nulls_and_no_type_are_taken() -> None:
         {"k": "a", "count": 1},
         {"k": None, "count": 2},
     ]
+    # The late and dropped rows of such a batch carry the key's type too.
+    op = WindowOperator(window, key="k", event_time="t")
+    op.process(pd.DataFrame({"k": ["a"], "t": [3]}))
+    out = op.process(
+        pd.DataFrame({"k": [None, None], "t": pd.Series([1, None], dtype="Int64")}),
+        {"position": [0], "watermark": [100]},
+    )
+    assert out.late.column("k").to_pylist() == [None] and out.dropped.num_rows == 1
+    assert out.late.schema.field("k").type == out.dropped.schema.field("k").type == pa.string()
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(0)
     rows = pd.DataFrame({"c": [None, None], "k": [None, None], "t": [1, 2], "a": [1, 2]})
     empty = rows.iloc[:0].astype({"c": object, "k": object})
