@@ -7,7 +7,8 @@ classes a run loaded into an archive when that JVM exits
 (``-XX:ArchiveClassesAtExit``); later JVMs on the same class path map it instead
 (``-XX:SharedArchiveFile``). Measured here (2026-11-26, the crash tests' job, six
 micro-batches): 20.3 -> 15.8 s a run; one batch: 11.5 -> 7.6 s; making the archive
-costs one small run and its dump (~19 s).
+costs one small run and its dump, 35-39 s (the run with the dump option took 25.7 s,
+the dump after it ~13 s), so it pays from about the tenth run.
 
 Only the tests' subprocesses get it, through ``SPARK_SUBMIT_OPTS`` (which the launcher
 adds to the driver's JVM options; floodmark's code is the same either way). A JVM
