@@ -1190,6 +1190,39 @@ def test_an_empty_output_is_staged_without_a_job_after_the_first(
     assert len(kept) == 2 and all(n.startswith("late-") for n in kept)
 
 
+def test_an_empty_output_is_built_once_per_input_schema(
+    spark: Any, stream: pa.Table, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches with no late rows stage the late output from its schema: the keyed
+    path builds the late rows' frame (a join) for the first such batch only, and again
+    when the input's schema changes (a column added at a restart); every batch's late
+    folder reads back, with no rows."""
+    from floodmark.spark.streaming.windows import KeyedOutputs
+
+    built: list[int] = []
+    late = KeyedOutputs.late
+
+    def counted(self: KeyedOutputs) -> Any:
+        built.append(len(self.batch.columns))
+        return late(self)
+
+    monkeypatch.setattr(KeyedOutputs, "late", counted)
+    parts = [stream.slice(i, 300) for i in range(0, 1_200, 300)]
+    source = write_parts(parts[:2], tmp_path / "in")
+    window = TumblingEventTimeWindows.of(timedelta(seconds=1))
+    handler = windows_handler(tmp_path, window, timedelta(days=1), ["count"], path="keyed")
+    run_query(spark, source, spark.createDataFrame(stream).schema, handler, tmp_path / "ck")
+    wider = [p.append_column("extra", pa.array([1.5] * p.num_rows)) for p in parts[2:]]
+    shutil.rmtree(source)
+    write_parts([*parts[:2], *wider], source)  # the first two are seen already
+    schema = spark.createDataFrame(wider[0]).schema
+    run_query(spark, source, schema, handler, tmp_path / "ck")
+    assert [p["late"] for p in handler.progress] == [0, 0, 0, 0]
+    assert built == [len(stream.column_names), len(stream.column_names) + 1]
+    assert names(tmp_path / "out" / "late") == [f"batch={b}" for b in range(4)]
+    assert spark.read.parquet(str(tmp_path / "out" / "late")).count() == 0
+
+
 def test_a_channel_column_of_another_type_after_a_restart_is_refused(
     spark: Any, stream: pa.Table, tmp_path: Path
 ) -> None:

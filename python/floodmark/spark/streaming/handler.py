@@ -31,6 +31,7 @@ named point: the crash-safety tests use it (no effect when unset).
 from __future__ import annotations
 
 import itertools
+import json
 import operator
 import os
 import signal
@@ -62,7 +63,8 @@ from floodmark.time import Duration, to_ticks
 from floodmark.vocabulary import column_name, flag
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 #: The points ``FLOODMARK_KILL_AT`` can name, in the order a batch passes them.
 KILL_POINTS = (
@@ -191,6 +193,11 @@ class BatchHandler(ABC):
         self.clock = Clock()
         self.background = Background()
         self._kill_at = os.environ.get("FLOODMARK_KILL_AT", "")
+        # The schema of each output kind, by the input's schema and the configuration
+        # (JSON): the outputs' schemas follow from those two.
+        self._output_schemas: dict[tuple[str, str], StructType] = {}
+        self._spark: SparkSession | None = None
+        self._shape = ""
 
     # --- what subclasses provide -----------------------------------------------------
 
@@ -270,7 +277,8 @@ class BatchHandler(ABC):
         store = StateStore(spark, self.state_location)
         query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId")
         self.resume(store)
-        identity = store.check_identity(query_id, self.fingerprint(plan))
+        fingerprint = self.fingerprint(plan)
+        identity = store.check_identity(query_id, fingerprint)
         store.check_continues(batch_id)
         if identity is not None:  # kept once the batch is known to continue the state
             store.record_identity(identity)
@@ -290,6 +298,9 @@ class BatchHandler(ABC):
             check_channel_type(state.channels, batch, plan.channel, store.location)
             check_column_types(state.columns, batch, store.location)
             store.delete(store.version(batch_id))  # what a failed attempt left
+        # what write() needs to stage an empty output without building it
+        self._spark = spark
+        self._shape = json.dumps([batch.schema.jsonValue(), fingerprint], sort_keys=True)
         cache = self.cache_batch if self.cache_batch is not None else not reads_only_files(batch)
         if cache:
             batch.persist()
@@ -325,23 +336,35 @@ class BatchHandler(ABC):
     def write(
         self,
         kind: str,
-        frame: DataFrame,
+        frame: DataFrame | Callable[[], DataFrame],
         batch_id: int,
         result: BatchResult,
         *,
         empty: bool = False,
     ) -> None:
-        """One output of the batch, through the sink; ``empty``: the batch is known to
-        have no rows of it (the sink gets them without reading the batch, and
-        :class:`ParquetOutputs` stages them without a Spark job)."""
+        """One output of the batch, through the sink: ``frame``, or what it builds
+        (a function: built only when needed). ``empty``: the batch is known to have no
+        rows of it; the sink gets them without reading the batch, and
+        :class:`ParquetOutputs` stages them without a Spark job and, once it has seen
+        that output's schema for this input schema, without building the frame at
+        all (:meth:`ParquetOutputs.stage_empty`): most batches of a live query have no
+        late or dropped rows, and building the keyed path's late rows plans a join."""
         from pyspark.sql import functions as F
 
+        def built() -> DataFrame:
+            return frame() if callable(frame) else frame
+
         if not empty:
-            self.outputs(kind, frame, batch_id)
+            self.outputs(kind, built(), batch_id)
         elif isinstance(self.outputs, ParquetOutputs):
-            self.outputs.write_empty(kind, frame, batch_id)
+            shape = (kind, self._shape)
+            schema = self._output_schemas.get(shape)
+            if schema is None or not self.outputs.stage_empty(self._spark, kind, schema, batch_id):
+                df = built()
+                self._output_schemas[shape] = df.schema
+                self.outputs.write_empty(kind, df, batch_id)
         else:
-            self.outputs(kind, frame.where(F.lit(False)), batch_id)
+            self.outputs(kind, built().where(F.lit(False)), batch_id)
         result.kinds.append(kind)
 
     def publish(self, store: StateStore, batch_id: int, kinds: list[str]) -> None:
@@ -400,9 +423,9 @@ def load_engine(store: StateStore, batch_id: int | None) -> EngineState:
 def save_engine(store: StateStore, batch_id: int, state: EngineState, batch: DataFrame) -> None:
     """Writes ``state`` as batch ``batch_id``'s, with the column types of ``batch``."""
     state = replace(state, columns=column_types(batch))
-    if state.builder is not None:
-        store.write(store.version(batch_id, "builder.bin"), state.builder)
-    store.write(store.version(batch_id, "engine.json"), state.to_json())
+    if state.builder is not None:  # no rename: nothing reads a version before its marker
+        store.create(store.version(batch_id, "builder.bin"), state.builder)
+    store.create(store.version(batch_id, "engine.json"), state.to_json())
 
 
 def column_types(batch: DataFrame) -> dict[str, str]:

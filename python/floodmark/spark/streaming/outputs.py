@@ -24,6 +24,9 @@ from floodmark.exceptions import InvalidParameterError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from floodmark.spark.streaming.state import StateStore
 
 
 class Sink(Protocol):
@@ -72,6 +75,8 @@ class ParquetOutputs:
             raise InvalidParameterError("path", f"expected an output folder, got {path!r}")
         self.path = path.rstrip("/")
         self.options = options
+        self._store: StateStore | None = None
+        self._templates: dict[str, bytes] = {}  # a template's path -> its bytes
 
     def staging(self, kind: str, batch_id: int) -> str:
         return f"{self.path}/{kind}/_staging-{batch_id}"
@@ -105,37 +110,67 @@ class ParquetOutputs:
     def write_empty(self, kind: str, df: DataFrame, batch_id: int) -> None:
         """Stages ``(kind, batch_id)`` as a batch with no rows of ``df``'s schema (the
         caller knows it has none), as :meth:`__call__` of no rows would, but without a
-        Spark job after the first: a copy of an empty Parquet file of that schema (and
-        these writer options) kept in ``path/_empty``, written by a job the first time.
-        Every published batch folder holds a file with the output's schema, so
-        ``spark.read.parquet`` reads the output whatever batches it holds."""
-        import hashlib
-
+        Spark job after the first (:meth:`stage_empty`); the first writes the batch by
+        a job and keeps its file as the template of that schema (and these writer
+        options) in ``path/_empty``. Every published batch folder holds a file with the
+        output's schema, so ``spark.read.parquet`` reads the output whatever batches it
+        holds."""
         from pyspark.sql import functions as F
 
-        from floodmark.spark.streaming.state import StateStore
-
-        files = StateStore(df.sparkSession, self.path)
-        shape = json.dumps([df.schema.jsonValue(), sorted(self.options.items())])
-        template = files.path(EMPTY, f"{kind}-{hashlib.sha256(shape.encode()).hexdigest()[:16]}")
-        staging = self.staging(kind, batch_id)
-        if files.exists(template):
-            files.delete(staging)
-            files.copy(template, f"{staging}/part-00000-empty.parquet")
-            files.write(f"{staging}/_SUCCESS", b"")
+        spark = df.sparkSession
+        if self.stage_empty(spark, kind, df.schema, batch_id):
             return
         self(kind, df.where(F.lit(False)), batch_id)
-        part = next((n for n in files.names(staging) if n.startswith("part-")), None)
+        files = self._files(spark)
+        part = next(
+            (n for n in files.names(self.staging(kind, batch_id)) if n.startswith("part-")), None
+        )
         if part is not None:  # Spark writes one file of the schema for no rows
-            files.copy(f"{staging}/{part}", template)
+            files.copy(f"{self.staging(kind, batch_id)}/{part}", self._template(kind, df.schema))
+
+    def stage_empty(self, spark: Any, kind: str, schema: StructType, batch_id: int) -> bool:
+        """Stages ``(kind, batch_id)`` as a batch with no rows of ``schema`` from the
+        template :meth:`write_empty` kept, without a job: the template's bytes (read
+        once per handler) written as the folder's one file, and ``_SUCCESS``. False
+        when there is no template of that schema yet (nothing written)."""
+        files = self._files(spark)
+        template = self._template(kind, schema)
+        data = self._templates.get(template)
+        if data is None:
+            if not files.exists(template):
+                return False
+            data = self._templates[template] = files.read(template)
+        staging = self.staging(kind, batch_id)
+        files.delete(staging)  # what a failed attempt left
+        files.create(f"{staging}/part-00000-empty.parquet", data)
+        files.create(f"{staging}/_SUCCESS", b"")
+        return True
+
+    def _template(self, kind: str, schema: StructType) -> str:
+        """The path of the empty file of output ``kind`` in ``schema`` (and these
+        writer options)."""
+        import hashlib
+
+        shape = json.dumps([schema.jsonValue(), sorted(self.options.items())])
+        return f"{self.path}/{EMPTY}/{kind}-{hashlib.sha256(shape.encode()).hexdigest()[:16]}"
+
+    def _files(self, spark: Any) -> StateStore:
+        """The file operations on ``path`` through ``spark``'s JVM (made once per
+        SparkContext: making them costs gateway round trips, and each micro-batch
+        comes with a session object of its own)."""
+        from floodmark.spark.streaming.state import StateStore
+
+        if self._store is None or self._store.spark.sparkContext is not spark.sparkContext:
+            self._store = StateStore(spark, self.path)
+        return self._store
 
     def claim(self, spark: Any, query_id: str | None) -> None:
         """Records ``query_id`` as the query writing to ``path`` (``path/_query.json``)
         on first use, and refuses another query's outputs: a batch id of this query
         would replace that query's batch of the same id."""
-        from floodmark.spark.streaming.state import StateError, StateStore
+        from floodmark.spark.streaming.state import StateError
 
-        files = StateStore(spark, self.path)
+        files = self._files(spark)
         record = files.path("_query.json")
         if not files.exists(record):
             files.write(record, json.dumps({"query_id": query_id}).encode())
@@ -152,18 +187,14 @@ class ParquetOutputs:
     def staged(self, spark: Any, batch_id: int, kinds: list[str]) -> bool:
         """Whether any of ``kinds`` of batch ``batch_id`` waits in its staging folder
         (written and committed, not yet published)."""
-        from floodmark.spark.streaming.state import StateStore
-
-        files = StateStore(spark, self.path)
+        files = self._files(spark)
         return any(files.exists(self.staging(kind, batch_id)) for kind in kinds)
 
     def publish(self, store: Any, batch_id: int, kinds: list[str]) -> None:
         """Moves the staged folders of a committed batch into place (idempotent, and
         safe to run again after a crash in it), through the file system of ``path``
         (which may differ from the state location's)."""
-        from floodmark.spark.streaming.state import StateStore
-
-        files = StateStore(store.spark, self.path)
+        files = self._files(store.spark)
         for kind in kinds:
             staged, final = self.staging(kind, batch_id), self.final(kind, batch_id)
             if not files.exists(staged):  # published
@@ -171,7 +202,7 @@ class ParquetOutputs:
             begun = store.version(batch_id, f"publishing-{kind}")
             if not store.exists(begun):  # a first move: what is there is another run's
                 files.delete(final)  # (outputs not restored with checkpoint and state)
-                store.write(begun, b"")
+                store.create(begun, b"")  # a flag: it counts by existing
             files.move_into(staged, final)
 
     def __repr__(self) -> str:

@@ -4,6 +4,7 @@ batch, and the combined timeline."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -173,7 +174,11 @@ def write_segment(
     for kind, (wanted, frame, table) in frames.items():
         if wanted:
             handler.write(
-                kind, frame(batch, plan, segment), batch_id, result, empty=not table.num_rows
+                kind,
+                functools.partial(frame, batch, plan, segment),
+                batch_id,
+                result,
+                empty=not table.num_rows,
             )
 
 

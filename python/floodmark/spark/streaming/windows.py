@@ -425,10 +425,10 @@ class StreamingWindows(BatchHandler):
                 "dropped": advanced.unplaced,
             }
             for kind, frame in (
-                ("results", results),
-                ("late", side_frame(out.late, wplan, batch, "late")),
-                ("dropped", errors_frame(batch, wplan)),
-            ):  # an empty output reads nothing
+                ("results", lambda: results),
+                ("late", lambda: side_frame(out.late, wplan, batch, "late")),
+                ("dropped", lambda: errors_frame(batch, wplan)),
+            ):  # an empty output reads nothing (and is built once: write())
                 empty = not counts["result" if kind == "results" else kind]
                 self.write(kind, frame, batch_id, result, empty=empty)
             self.background.wait()
@@ -454,7 +454,6 @@ class StreamingWindows(BatchHandler):
 
         spark = batch.sparkSession
         rows, segment, unplaced = advanced.rows, advanced.segment, advanced.unplaced
-        splan = dataclasses.replace(wplan, wm=stamped_plan(wplan.wm))
         done = processed(rows, segment)
         keys, channel = wplan.keys, wplan.wm.channel
         sent = done.select(
@@ -495,15 +494,6 @@ class StreamingWindows(BatchHandler):
         require_floodmark(spark)
         out = positional.mapInArrow(runner, packed_schema()).persist()
 
-        def emitted(cached: DataFrame, kind: str, count: int) -> DataFrame | pa.Table:
-            """The operator's late or dropped rows: collected when few (broadcast from
-            the driver without a job), else read from the cache by the join."""
-            if count == 0:  # nothing to read: the output reads nothing either
-                return arrow_schemas[kind].empty_table()
-            if count <= BROADCAST_ROWS:
-                return collected(cached, kind, arrow_schemas[kind])
-            return unpacked(cached, kind, schemas[kind])
-
         def operators() -> None:
             with self.clock("state"):
                 snapshots = unpacked(out, "operators", operators_type())
@@ -515,45 +505,85 @@ class StreamingWindows(BatchHandler):
                 for name, value in counts.to_pylist()[0].items():
                     totals[name] += int(value)
             self.background.start(operators)  # from the cache, beside the outputs
-            results = results_frame(unpacked(out, "result", schemas["result"]), wplan)
-            self.write("results", results, batch_id, result, empty=not totals["result"])
-            # The side outputs join the operator's rows back to the input, narrowed to
-            # the rows that can be emitted (an empty one reads nothing).
-            late = side_frame(
-                matched(
-                    in_force(rows, wplan.wm, segment, _IN_FORCE),
-                    splan,
-                    emitted(out, "late", totals["late"]),
-                    LATE_WATERMARK,
-                    F.coalesce(
-                        element_late(F.col(TS), wplan.lateness, F.col(_IN_FORCE)), F.lit(True)
-                    ),
-                    totals["late"],
-                ),
-                wplan,
-                batch,
-                "late",
-            )
-            self.write("late", late, batch_id, result, empty=not totals["late"])
-            dropped = errors_frame(batch, wplan)
-            if totals["dropped"]:
-                found = matched(
-                    done,
-                    splan,
-                    emitted(out, "dropped", totals["dropped"]),
-                    DROP_REASON,
-                    dropped_candidates(wplan),
-                    totals["dropped"],
-                )
-                dropped = side_frame(found, wplan, batch, "dropped").unionByName(dropped)
+
+            outputs = KeyedOutputs(batch, wplan, rows, segment, out, schemas, totals)
+            self.write("results", outputs.results, batch_id, result, empty=not totals["result"])
+            self.write("late", outputs.late, batch_id, result, empty=not totals["late"])
             empty = not (totals["dropped"] or unplaced)
-            self.write("dropped", dropped, batch_id, result, empty=empty)
+            self.write("dropped", outputs.dropped, batch_id, result, empty=empty)
             self.background.wait()
             totals["dropped"] += unplaced
         finally:
             self.background.wait(raise_errors=False)  # the snapshots are read from the cache
             out.unpersist()
         return totals
+
+
+@dataclasses.dataclass
+class KeyedOutputs:
+    """The keyed path's three outputs of one batch, each built only when asked
+    (:meth:`BatchHandler.write` builds none of an empty one it has seen before), from
+    ``out`` (the operators' packed output, cached) and ``totals`` (its counts). The
+    side outputs join the operators' rows back to the input, narrowed to the rows that
+    can be emitted."""
+
+    batch: DataFrame
+    wplan: WindowPlan
+    rows: DataFrame
+    segment: st.Segment
+    out: DataFrame
+    schemas: dict[str, Any]
+    totals: dict[str, int]
+
+    def results(self) -> DataFrame:
+        return results_frame(unpacked(self.out, "result", self.schemas["result"]), self.wplan)
+
+    def late(self) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        wplan = self.wplan
+        candidates = F.coalesce(
+            element_late(F.col(TS), wplan.lateness, F.col(_IN_FORCE)), F.lit(True)
+        )
+        found = matched(
+            in_force(self.rows, wplan.wm, self.segment, _IN_FORCE),
+            self.stamped(),
+            self.emitted("late"),
+            LATE_WATERMARK,
+            candidates,
+            self.totals["late"],
+        )
+        return side_frame(found, wplan, self.batch, "late")
+
+    def dropped(self) -> DataFrame:
+        unplaced = errors_frame(self.batch, self.wplan)
+        if not self.totals["dropped"]:
+            return unplaced
+        found = matched(
+            processed(self.rows, self.segment),
+            self.stamped(),
+            self.emitted("dropped"),
+            DROP_REASON,
+            dropped_candidates(self.wplan),
+            self.totals["dropped"],
+        )
+        return side_frame(found, self.wplan, self.batch, "dropped").unionByName(unplaced)
+
+    def stamped(self) -> WindowPlan:
+        """The plan over the rows as the operators saw them (arrival re-stamped)."""
+        return dataclasses.replace(self.wplan, wm=stamped_plan(self.wplan.wm))
+
+    def emitted(self, kind: str) -> DataFrame | pa.Table:
+        """The operators' late or dropped rows: collected when few (broadcast from the
+        driver without a job), else read from the cache by the join."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        count, schema = self.totals[kind], self.schemas[kind]
+        if count == 0:  # nothing to read: the output reads nothing either
+            return to_arrow_schema(schema).empty_table()
+        if count <= BROADCAST_ROWS:
+            return collected(self.out, kind, to_arrow_schema(schema))
+        return unpacked(self.out, kind, schema)
 
 
 __all__ = ["DEFAULT_KEY_GROUPS", "StreamingWindows"]
