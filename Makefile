@@ -7,7 +7,7 @@ export JAVA_HOME ?= $(JAVA17)
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: help setup develop test test-rust test-python test-wheel lint lint-checks fmt bench bench-spark demo wheel clean
+.PHONY: help setup develop test test-rust test-python test-wheel lint fmt bench bench-spark demo wheel clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -20,22 +20,10 @@ $(VENV)/.installed: pyproject.toml Cargo.toml
 
 setup: $(VENV)/.installed  ## create .venv and install floodmark (built from source) with all extras
 
-# The native module is rebuilt when a Rust source or the build's configuration is newer
-# than the last build: a second `make develop` does nothing (it would rewrite the module
-# under a running test or type check).
-RUST_SOURCES := Cargo.toml Cargo.lock pyproject.toml $(shell find rust -type f -name '*.rs')
-
-$(VENV)/.developed: $(VENV)/.installed $(RUST_SOURCES)
+develop: setup  ## rebuild the native module into .venv after a Rust change
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
-	touch $@
 
-develop: $(VENV)/.developed  ## rebuild the native module into .venv after a Rust change
-
-# Every test at once: the Rust tests and the wheel's check beside the two pytest
-# processes, whose JVMs leave the cores idle part of the time. Each prints its report
-# when it ends; the target fails if any fails, after all have run.
-test: develop  ## set up, then run every test (Rust, Python, wheel)
-	$(MAKE) --no-print-directory -k -j4 --output-sync=target test-rust pytest-main pytest-side test-wheel
+test: develop test-rust test-python test-wheel  ## set up, then run every test (Rust, Python, wheel)
 
 # The property tests (proptest, Hypothesis) draw the same cases on every run, so that a CI
 # failure is reproducible; PROPTEST_RNG_SEED=<n> or HYPOTHESIS_PROFILE=explore searches
@@ -73,9 +61,6 @@ test-wheel:  ## build the release abi3 wheel, install it into a fresh venv, impo
 	build/wheel-venv/bin/floodmark --help > /dev/null
 
 lint: develop  ## cargo fmt --check, clippy -D warnings, ruff, mypy, stubtest
-	$(MAKE) --no-print-directory lint-checks
-
-lint-checks:  ## `make lint` without the rebuild (CI runs it beside `make test`)
 	cargo fmt --check
 	cargo clippy --all-targets --all-features --quiet -- -D warnings
 	$(VENV)/bin/ruff check python tests benches
