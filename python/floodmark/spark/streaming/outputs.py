@@ -38,7 +38,7 @@ class Sink(Protocol):
 #: The partition column of :class:`ParquetOutputs`' folders.
 PARTITION = "batch"
 #: The folder (under the output path) of :class:`ParquetOutputs`' empty Parquet files,
-#: one per output kind and schema, copied into a batch that has none of that output.
+#: one per output kind and schema, whose bytes stage a batch that has none of that output.
 EMPTY = "_empty"
 
 
@@ -55,8 +55,9 @@ class ParquetOutputs:
 
     The first batch records the query's id in ``path/_query.json``; another query
     (another checkpoint) writing to the same path is refused. ``path/_empty`` keeps one
-    empty Parquet file per output and schema, copied into a batch that has no rows of
-    that output (:meth:`write_empty`: no Spark job for it).
+    empty Parquet file per output and schema, whose bytes stage a batch that has no
+    rows of that output (:meth:`write_empty`, :meth:`stage_empty`: no Spark job for
+    it).
 
     Where the file system renames a folder in one step (HDFS, local, ABFS), a reader
     sees a batch whole or not at all. S3A renames a folder file by file: there a reader
@@ -131,8 +132,9 @@ class ParquetOutputs:
     def stage_empty(self, spark: Any, kind: str, schema: StructType, batch_id: int) -> bool:
         """Stages ``(kind, batch_id)`` as a batch with no rows of ``schema`` from the
         template :meth:`write_empty` kept, without a job: the template's bytes (read
-        once per handler) written as the folder's one file, and ``_SUCCESS``. False
-        when there is no template of that schema yet (nothing written)."""
+        once per :class:`ParquetOutputs`) written as the folder's one file, and
+        ``_SUCCESS``. False when there is no template of that schema yet (nothing
+        written)."""
         files = self._files(spark)
         template = self._template(kind, schema)
         data = self._templates.get(template)
