@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from floodmark._core import element_late
 from floodmark.arrays import (
     as_table,
     check_takeable,
@@ -393,11 +394,11 @@ def replay(
         source_parallelism=source_parallelism,
         per_channel_end=end_of_input == "per_channel",
     )
-    is_late = (wm > I64_MIN) & (ts <= wm)
+    is_late = element_late(pa.array(ts), pa.array(wm))  # the engine's one rule
     records = (
         table.append_column("channel_watermark", pa.array(channel_wm))
         .append_column("watermark", pa.array(wm))
-        .append_column("is_late", pa.array(is_late))
+        .append_column("is_late", is_late)
     )
     timeline = pa.table(
         {

@@ -16,6 +16,7 @@
 use super::aggregate::{merge_cells, output_type, AggSpec, Cell, RowAdder, ValueCol, ValueType};
 use super::assigner::{merge_windows, GridCache, TimeWindow, WindowAssigner};
 use super::keys::{KeyCol, KeyDict};
+use super::late::is_element_late;
 use super::lookahead::{Lookahead, CHUNK, NOT_FOUND, REJECTED};
 use super::output::{DropReason, Output, Trigger};
 use super::store::{Touching, WindowStore};
@@ -397,7 +398,7 @@ impl WindowOperator {
     /// A record at `ts` (batch row `row`) that went into no window: late if
     /// `ts + L <= watermark`, else dropped.
     fn unplaced(&self, row: usize, ts: Ticks, out: &mut Output) {
-        if ts.wrapping_add(self.cfg.allowed_lateness) <= self.watermark {
+        if is_element_late(ts, self.cfg.allowed_lateness, self.watermark) {
             out.late_rows.push(row);
             out.late_watermark.push(self.watermark);
         } else {

@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from user_generators import BoundedPy
 
 from floodmark import Emission, Multiplexer, Valve, WatermarkStrategy, combine, drive
+from floodmark._core import element_late
 from floodmark.exceptions import (
     ChannelOutOfRangeError,
     IllegalStateError,
@@ -240,3 +243,32 @@ def test_drive_in_batches_with_snapshot(strategy: WatermarkStrategy) -> None:
     with pytest.raises(InvalidParameterError) as info:
         drive(WatermarkStrategy.no_watermarks(), [1], [1], generator=gen)
     assert info.value.parameter == "generator"
+
+
+I64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, derandomize=True)
+@given(ts=I64, wm=I64, lateness=st.integers(0, 2**63 - 1))
+def test_element_late_is_flinks_rule_in_java_arithmetic(ts: int, wm: int, lateness: int) -> None:
+    """``_core.element_late``, the one definition the replay and the Spark layer's SQL
+    transcription are checked against: ``ts + L <= W`` with the sum wrapping like a Java
+    ``long``; without a lateness, ``assign_watermarks``' ``is_late`` (not before the
+    first watermark)."""
+    java_sum = (ts + lateness + 2**63) % 2**64 - 2**63
+    got = element_late(pa.array([ts]), pa.array([wm]), lateness)
+    assert got.to_pylist() == [java_sum <= wm]
+    assert element_late(pa.array([ts]), pa.array([wm])).to_pylist() == [wm > MIN and ts <= wm]
+
+
+def test_element_late_names_bad_input() -> None:
+    ts, wm = pa.array([1, 2]), pa.array([2, 2])
+    assert element_late(ts, wm, 0).to_pylist() == [True, True]
+    with pytest.raises(InvalidParameterError, match="allowed_lateness"):
+        element_late(ts, wm, -1)
+    with pytest.raises(InvalidParameterError, match="watermark"):
+        element_late(ts, pa.array([2]))
+    with pytest.raises(InvalidInputError, match=r"event_time.*null"):
+        element_late(pa.array([1, None]), wm)
+    with pytest.raises(InvalidInputError, match=r"watermark.*int64"):
+        element_late(ts, pa.array([1.0, 2.0]))

@@ -19,7 +19,8 @@ Module map (the pipeline's stages, one question per file):
 * :mod:`.channel_pass`: stage 1 for ``assign_watermarks`` on the records path: each
   record's channel watermark from its channel's own builder, on the executors.
 * :mod:`.per_channel`: stages 1-2 for generators that emit on records.
-* :mod:`.late`: Flink's element-late rule as a Spark column.
+* :mod:`.late`: Flink's element-late rule as a Spark column (the SQL transcription of
+  the engine's, ``rust/window/late.rs``).
 * :mod:`.assign`: ``assign_watermarks``, ``watermark_timeline``.
 * :mod:`.windows`: stage 4, ``window_aggregate``: the native path, the keyed Rust
   operator, and the side outputs.

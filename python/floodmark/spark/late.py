@@ -4,14 +4,17 @@ Flink's ``WindowOperator.isElementLate``: a record is late when
 ``timestamp + allowedLateness <= currentWatermark``, in Java ``long`` arithmetic, so the
 sum wraps past ``Long.MAX_VALUE`` to a large negative number (and such a record is then
 late for any watermark above it). Spark's ANSI mode fails on overflow instead of
-wrapping, so the sum is computed in two parts that stay in range. The Rust window
-operator applies the same rule to the records that land in no window; this is its SQL
-transcription, used by ``assign_watermarks`` (``is_late``, lateness 0), the keyed
-path's late candidates (batch and live) and ``analyze_bounds``; the native path tests
-a window instead (open while its ``max_ts + allowedLateness`` is above the watermark:
-the same rule for the window's last timestamp, in its own overflow-checked arithmetic)
-(``tests/python/spark/test_late.py`` checks it against Java arithmetic at the ends of
-the range).
+wrapping, so the sum is computed in two parts that stay in range. The rule is defined
+once, in the engine (``rust/window/late.rs``: the window operator applies it to the
+records that land in no window, and the in-process replay reads ``is_late`` from it
+through ``floodmark._core.element_late``). This is its SQL transcription (a Spark
+column cannot call Rust without a Python crossing), used by ``assign_watermarks``
+(``is_late``, lateness 0), the keyed path's late candidates (batch and live) and
+``analyze_bounds``. The native path tests a window instead, with Flink's window-late
+rule (open while its ``max_ts + allowedLateness`` is above the watermark; Flink caps
+that sum at ``MAX`` instead of wrapping, and the native path runs only where it cannot
+overflow). ``tests/python/spark/test_late.py`` checks this module against
+the engine's function and Java arithmetic at the ends of the range.
 """
 
 from __future__ import annotations

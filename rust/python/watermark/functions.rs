@@ -1,13 +1,15 @@
-//! `floodmark._core.drive` and `floodmark._core.combine` over Arrow data.
+//! `floodmark._core.drive`, `combine` and `element_late` over Arrow data, and the
+//! small functions the Python layer reads its rules from.
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Int64Array, StringArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, StringArray};
 use pyo3::prelude::*;
 use pyo3_arrow::{PyArray, PyRecordBatch};
 
 use crate::error::Error;
 use crate::watermark::{self, ChannelRow, DriveParams};
+use crate::window;
 
 use super::arrays::{
     batch, column, i64_options, i64_values, parse_kind, strings, timeline_batch, to_py_array,
@@ -129,4 +131,44 @@ pub fn kafka_split_owners(
         .iter()
         .map(|&p| crate::watermark::kafka_split_owner(topic, p, n))
         .collect::<Result<Vec<_>, Error>>()?)
+}
+
+/// The late test of each record: Flink's element-late rule
+/// (`crate::window::is_element_late`, `event_time + allowed_lateness <= watermark`
+/// wrapping like a Java `long`), or with `allowed_lateness=None` `assign_watermarks`'
+/// `is_late` (`crate::window::behind_watermark`: no lateness, and only once a
+/// watermark exists). Returns a pyarrow `bool` array.
+#[pyfunction]
+#[pyo3(signature = (event_time, watermark, allowed_lateness=None))]
+pub fn element_late(
+    py: Python<'_>,
+    event_time: PyArray,
+    watermark: PyArray,
+    allowed_lateness: Option<i64>,
+) -> PyResult<Bound<'_, PyAny>> {
+    let ts = i64_values(event_time.array(), "event_time")?;
+    let wm = i64_values(watermark.array(), "watermark")?;
+    if ts.len() != wm.len() {
+        return Err(Error::param(
+            "watermark",
+            format!("has {} values for {} event times", wm.len(), ts.len()),
+        )
+        .into());
+    }
+    let late: BooleanArray = match allowed_lateness {
+        Some(l) if l < 0 => {
+            return Err(Error::param("allowed_lateness", format!("must be >= 0, got {l}")).into())
+        }
+        Some(l) => ts
+            .iter()
+            .zip(wm)
+            .map(|(&t, &w)| Some(window::is_element_late(t, l, w)))
+            .collect(),
+        None => ts
+            .iter()
+            .zip(wm)
+            .map(|(&t, &w)| Some(window::behind_watermark(t, w)))
+            .collect(),
+    };
+    to_py_array(py, Arc::new(late))
 }

@@ -20,6 +20,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<builder::PyTimelineBuilder>()?;
     m.add_function(wrap_pyfunction!(functions::drive, m)?)?;
     m.add_function(wrap_pyfunction!(functions::combine, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::element_late, m)?)?;
     m.add_function(wrap_pyfunction!(functions::java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(functions::kafka_split_owners, m)?)?;
     m.add_function(wrap_pyfunction!(functions::placeable_buckets, m)?)?;

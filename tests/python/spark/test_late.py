@@ -1,7 +1,8 @@
-"""The Spark layer's one copy of Flink's element-late rule (``ts + L <= W``, wrapping like
-a Java ``long``) and of the emission grid's bucket (``ceil(arrival / interval)``) agree
-with the engine's definitions at the ends of the ``long`` range, where Spark's ANSI mode
-would fail on an overflow instead of wrapping."""
+"""The Spark layer's one transcription of Flink's element-late rule (``ts + L <= W``,
+wrapping like a Java ``long``; defined in rust/window/late.rs, ``_core.element_late``)
+and of the emission grid's bucket (``ceil(arrival / interval)``) agree with the engine's
+definitions at the ends of the ``long`` range, where Spark's ANSI mode would fail on an
+overflow instead of wrapping."""
 
 from __future__ import annotations
 
@@ -12,12 +13,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from floodmark import _core
 from floodmark.spark.late import behind_watermark, element_late, wrapping_add
 from floodmark.spark.plan import WatermarkPlan
 from floodmark.time import I64_MAX, I64_MIN
 
 EDGES = [I64_MIN, I64_MIN + 1, -(2**62), -5, 0, 7, 2**62, I64_MAX - 10, I64_MAX - 1, I64_MAX]
 LATENESS = [0, 1, 9, 10, 11, 2**62, I64_MAX]
+
+
+def element_late_in_engine(ts: Any, wm: Any, lateness: list[int]) -> list[bool]:
+    """The engine's rule, record by record (its lateness is one number per call)."""
+    return [
+        _core.element_late(pa.array([t]), pa.array([w]), lat)[0].as_py()
+        for t, w, lat in zip(ts.to_pylist(), wm.to_pylist(), lateness, strict=True)
+    ]
 
 
 def java_add(a: int, b: int) -> int:
@@ -62,7 +72,11 @@ def test_element_late_wraps_like_java(spark: Any, source: str, tmp_path: Path) -
         sums += [(r.ts, lateness, r.sum) for r in rows]
     if source == "cached":
         frame.unpersist()
-    want = [(ts, lateness, wm, java_add(ts, lateness) <= wm) for ts, lateness, wm in cases]
+    engine = element_late_in_engine(
+        table["ts"], table["wm"], table["lateness"].to_pylist()
+    )  # the one definition (rust/window/late.rs), which Java arithmetic confirms:
+    want = [(ts, lat, wm, java_add(ts, lat) <= wm) for ts, lat, wm in cases]
+    assert [w[3] for w in want] == engine
     assert sorted(got) == sorted(want)
     assert sorted(set(sums)) == sorted({(ts, lat, java_add(ts, lat)) for ts, lat, _ in cases})
     # It means something: wrapping makes a record near MAX late for a watermark below it.
@@ -77,6 +91,12 @@ def test_behind_watermark_needs_a_watermark(spark: Any) -> None:
     )
     got = frame.select(behind_watermark(F.col("ts"), F.col("wm")).alias("x")).toArrow()
     assert got["x"].to_pylist() == [False, True, True, False]
+    cases = pa.table(
+        {"ts": pa.array(EDGES * len(EDGES)), "wm": pa.array(sorted(EDGES * len(EDGES)))}
+    )
+    got = spark.createDataFrame(cases).select(behind_watermark(F.col("ts"), F.col("wm")).alias("x"))
+    engine = _core.element_late(cases["ts"].combine_chunks(), cases["wm"].combine_chunks())
+    assert got.toArrow()["x"].to_pylist() == engine.to_pylist()
 
 
 @pytest.mark.parametrize("interval", [1, 7, 200, 2**40])
