@@ -92,14 +92,18 @@ def to_ticks(value: Duration, unit: str, parameter: str) -> int:
         ticks = whole
     else:
         assert isinstance(value, timedelta)
-        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        per_s = TICKS_PER_SECOND[unit]
-        if per_s >= 1_000_000:
-            ticks = micros * (per_s // 1_000_000)
-        else:
-            div = 1_000_000 // per_s
-            ticks = abs(micros) // div * (1 if micros >= 0 else -1)
+        nanos, div = nanoseconds(value), 1_000_000_000 // TICKS_PER_SECOND[unit]
+        ticks = abs(nanos) // div * (1 if nanos >= 0 else -1)
     return max(I64_MIN, min(I64_MAX, ticks))
+
+
+def nanoseconds(value: timedelta) -> int:
+    """``value`` in nanoseconds: a ``timedelta``'s days, seconds and microseconds, and
+    the nanoseconds of a ``pandas.Timedelta`` (a ``timedelta`` subclass that keeps them
+    in a component of its own, 0-999, as its microseconds are 0-999999)."""
+    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    extra = getattr(value, "nanoseconds", 0)
+    return micros * 1_000 + (extra if isinstance(extra, int) else 0)
 
 
 _MAX_INTERVAL = 1 << 61
@@ -134,9 +138,7 @@ def whole_ticks(value: timedelta, unit: str) -> bool:
     """Whether ``value`` is a whole number of ticks of ``unit`` (:func:`to_ticks`
     truncates one that is not)."""
     check_unit(unit)
-    micros = value // timedelta(microseconds=1)
-    per_s = TICKS_PER_SECOND[unit]
-    return per_s >= 1_000_000 or micros % (1_000_000 // per_s) == 0
+    return nanoseconds(value) % (1_000_000_000 // TICKS_PER_SECOND[unit]) == 0
 
 
 #: The duration suffixes floodmark writes (and the command line reads), longest first,
@@ -169,6 +171,7 @@ __all__ = [
     "check_unit",
     "format_duration",
     "interval_ticks",
+    "nanoseconds",
     "to_ticks",
     "whole_ticks",
 ]

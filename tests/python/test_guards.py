@@ -12,7 +12,7 @@ import pyarrow as pa
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy, drive
 from floodmark.replay import replay
 from floodmark.report.partition_views import combined_at
-from floodmark.time import I64_MAX, I64_MIN, to_ticks
+from floodmark.time import I64_MAX, I64_MIN, to_ticks, whole_ticks
 from floodmark.timeline import EMISSION_KINDS, channel_index, in_emission_order
 
 
@@ -40,6 +40,23 @@ def test_to_ticks_truncates_toward_zero() -> None:
         timedelta(seconds=1), offset=timedelta(microseconds=-1500)
     )
     assert windows.assign_windows(7350, "ms") == [(6999, 7999)]
+
+
+def test_a_pandas_timedelta_keeps_its_nanoseconds() -> None:
+    """``pandas.Timedelta`` is a ``timedelta`` whose nanoseconds (0-999) sit in a
+    component of their own: counted in ``ns`` ticks (they were dropped: a 1500 ns window
+    was 1000 ns), truncated toward zero in coarser units, as a ``timedelta`` is."""
+    import pandas as pd
+
+    for text in ("1500ns", "-1500ns", "-1ns", "2s", "3d 7ns"):
+        value = pd.Timedelta(text)
+        want = {u: int(value.value / 10**e) for u, e in (("ns", 0), ("us", 3), ("ms", 6), ("s", 9))}
+        assert {u: to_ticks(value, u, "size") for u in want} == want, text
+        assert whole_ticks(value, "ns") and whole_ticks(value, "us") == (value.value % 1000 == 0)
+    windows = TumblingEventTimeWindows.of(pd.Timedelta("1500ns"))
+    assert windows.assign_windows(1200, "ns") == [(0, 1500)]
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(pd.Timedelta("900ns"))
+    assert drive(strategy, [10_000], [0], unit="ns").emissions["watermark"].to_pylist() == [9099]
 
 
 def test_to_ticks_saturates_to_the_long_range() -> None:
