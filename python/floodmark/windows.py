@@ -448,6 +448,10 @@ class WindowOperator:
         )
         self._no_rows = no_rows(pa.schema([]))  # the input's columns, no rows
         self._key_types: list[pa.DataType] | None = None
+        # The key types the outputs of `advance` and `finish` carry: the last batch with
+        # rows' (`_key_types`, which a later batch must keep), else the types of a batch
+        # without rows (an empty first batch names them too, without binding the next).
+        self._named_key_types: list[pa.DataType] = []
 
     @property
     def watermark(self) -> int:
@@ -580,6 +584,7 @@ class WindowOperator:
         raw = self._native.process(native_batch, positions, marks, times, key_types)
         if rb.num_rows:
             self._key_types = key_types
+        self._named_key_types = self._key_types or key_types
         self._no_rows = rb.slice(0, 0)
         return self._output(raw, rb)
 
@@ -601,7 +606,7 @@ class WindowOperator:
                 "position",
                 f"advance positions must be non-decreasing and within 0..={total}, got {positions}",
             )
-        before = (self.snapshot(), self._key_types, self._no_rows)
+        before = (self.snapshot(), self._key_types, self._no_rows, self._named_key_types)
         try:
             outputs = []
             base, a = 0, 0
@@ -619,6 +624,7 @@ class WindowOperator:
         except Exception:
             self.restore(before[0])
             self._key_types, self._no_rows = before[1], before[2]
+            self._named_key_types = before[3]
             raise
 
     def advance(self, watermark: int, time: int | None = None) -> WindowOutput:
@@ -630,7 +636,7 @@ class WindowOperator:
         """
         wm = check_int64(watermark, "watermark")
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.advance(wm, t, self._key_types or []), None)
+        return self._output(self._native.advance(wm, t, self._named_key_types), None)
 
     def finish(self, time: int | None = None) -> WindowOutput:
         """End of input: the watermark ``MAX`` fires every remaining window.
@@ -639,7 +645,7 @@ class WindowOperator:
             InvalidParameterError: ``time`` is not an int64.
         """
         t = None if time is None else check_int64(time, "time")
-        return self._output(self._native.finish(t, self._key_types or []), None)
+        return self._output(self._native.finish(t, self._named_key_types), None)
 
     def snapshot(self) -> bytes:
         """The whole operator state (windows, accumulators, keys, watermark, position),
@@ -670,6 +676,7 @@ class WindowOperator:
         # What this operator saw before is not the snapshot's: the next batch names the
         # key types (until then the results carry the engine's, int64 or string).
         self._key_types, self._no_rows = None, no_rows(pa.schema([]))
+        self._named_key_types = []
 
 
 __all__ = [

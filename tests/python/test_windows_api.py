@@ -308,6 +308,27 @@ def test_results_keep_the_key_columns_types_from_the_engine() -> None:
     assert sorted(fired.column("k").to_pylist()) == [1, 1000]
 
 
+def test_an_empty_first_batch_names_the_key_types_of_later_firings() -> None:
+    """``advance`` and ``finish`` after a batch without rows carry its key types (they
+    carried the engine's, int64, so their results could not be concatenated with the
+    batch's); a later batch with rows may still bring other types."""
+    aggs: list[Any] = ["count", ("sum", "v")]
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts", aggs=aggs)
+    schema = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+    first = op.process(pa.RecordBatch.from_pylist([], schema))
+    parts = [first.results, op.advance(5).results, op.finish().results]
+    assert all(p.schema.field("k").type == pa.string() for p in parts)
+    assert pa.Table.from_batches(parts).num_rows == 0
+
+    op = WindowOperator(TumblingEventTimeWindows.of(10), key="k", event_time="ts")
+    op.process(
+        pa.RecordBatch.from_pydict({"k": pa.array([], pa.int32()), "ts": pa.array([], pa.int64())})
+    )
+    op.process(pa.RecordBatch.from_pydict({"k": pa.array(["a"]), "ts": pa.array([1])}))
+    fired = op.finish().results
+    assert fired.schema.field("k").type == pa.string() and fired.column("k").to_pylist() == ["a"]
+
+
 def test_the_engine_flags_late_firings_and_python_words_them() -> None:
     native = floodmark._core.WindowOperator(
         "tumbling", 10, 0, 0, 0, 5, ["k"], "ts", [], [("count", None)], ["count"]
