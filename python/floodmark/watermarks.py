@@ -109,7 +109,7 @@ def drive(
             ``arrival``, columns of different lengths; without ``until`` (it defaults
             to the last arrival), a last arrival before ``start`` or one whose grid
             time overflows int64; with ``generator``, an arrival at or before the last
-            grid time of the previous call.
+            grid time of the previous call, or one after this call's (``until``).
     """
     check_strategy(strategy)
     if generator is None:
@@ -142,8 +142,17 @@ def drive(
     if len(arr) == 0 and (start is None or until is None):
         return DriveResult(pa.array([], pa.int64()), _emission_batch([], [], []))
     first, last = _grid_bounds(arr, interval, start, until, gen._inner.last_grid)
+    grid_end = _ceil_div(last, interval) * interval
+    if generator is not None and len(arr) and arr[-1].as_py() > grid_end:
+        raise InvalidInputError(
+            "arrival",
+            f"the last arrival ({arr[-1].as_py()}) is after the grid's end ({grid_end}: "
+            "until, rounded up to the interval); with generator=, the next call's "
+            "emissions would reach the generator after records that arrived later: pass "
+            "until= at or after the last arrival",
+        )
     rec, batch = _core.drive(gen._inner, ts, arr, interval, first, last, mk)
-    gen._inner.last_grid = _ceil_div(last, interval) * interval
+    gen._inner.last_grid = grid_end
     return DriveResult(rec, batch)
 
 

@@ -272,3 +272,21 @@ def test_element_late_names_bad_input() -> None:
         element_late(pa.array([1, None]), wm)
     with pytest.raises(InvalidInputError, match=r"watermark.*int64"):
         element_late(ts, pa.array([1.0, 2.0]))
+
+
+def test_a_generator_is_not_fed_records_after_the_grid_it_ran() -> None:
+    """With ``generator=``, records past this call's grid (``until`` earlier than the
+    last arrival) would reach the generator before the emissions between, which the
+    next call makes: a punctuated record then saw its sibling's watermark of the same
+    arrival, and a later call could go back in time. Refused, naming ``arrival``;
+    ``until`` at the last arrival gives what one call gives."""
+    punctuated = WatermarkStrategy.for_punctuated("m")
+    g = punctuated.create_generator()
+    with pytest.raises(InvalidInputError, match="arrival"):
+        drive(punctuated, [1, 60], [0, 500], marker=[None, 50], until=100, generator=g)
+    whole = drive(punctuated, [1, 60, 70], [0, 500, 500], marker=[None, 50, None])
+    g = punctuated.create_generator()
+    first = drive(punctuated, [1, 60], [0, 500], marker=[None, 50], until=500, generator=g)
+    with pytest.raises(InvalidInputError, match="arrival"):  # the grid ran to 600
+        drive(punctuated, [70], [500], marker=[None], generator=g)
+    assert first.record_watermark.to_pylist() == whole.record_watermark.to_pylist()[:2]
