@@ -64,9 +64,10 @@ class StreamSpec:
         }
         for name, low in least.items():
             value = as_int(getattr(self, name))
-            if value is None or value < low:
+            if value is None or value < low or (value > I64_MAX and name != "seed"):
                 raise InvalidParameterError(
-                    name, f"expected an int of at least {low}, got {getattr(self, name)!r}"
+                    name,
+                    f"expected an int from {low} to {I64_MAX:,}, got {getattr(self, name)!r}",
                 )
             object.__setattr__(self, name, value)  # numpy ints as ints
         for name in ("lagging_partition", "quiet_partition"):

@@ -82,6 +82,9 @@ def test_the_same_seed_gives_the_same_stream() -> None:
         ({"lagging_partition": 1.0}, "lagging_partition"),
         ({"lag_ms": 2**63 - 2**40}, "lag_ms"),  # arrivals wrapped around int64
         ({"very_late_ms": 2**62, "lag_ms": 2**62}, "lag_ms"),
+        ({"rows": 2**63}, "rows"),  # a raw OverflowError from numpy
+        ({"keys": 2**64}, "keys"),  # numpy's "high is out of bounds for int64"
+        ({"partitions": 10**30}, "partitions"),
     ],
 )
 def test_a_spec_it_cannot_honour_is_refused_naming_the_parameter(
