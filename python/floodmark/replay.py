@@ -113,6 +113,9 @@ def processing_order(
     stages read them: digits below the unit do not order the records. Nulls first; a
     float NaN after every number, as Spark orders it (Arrow would put it before them),
     by sorting on ``is_nan`` first."""
+    table = as_table(table, "table")
+    for name in (arrival, channel, event_time, *keys, *ties):
+        field_index(table.schema, name)  # missing or twice: named
     # the two time columns apart from the same columns as keys or values, as in Spark
     arrival_unit, event_time_unit = units or (None, None)
     times = {_ARRIVAL_TICKS: (arrival, arrival_unit), _EVENT_TICKS: (event_time, event_time_unit)}

@@ -10,7 +10,7 @@ import pytest
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.exceptions import SchemaError
-from floodmark.replay import replay
+from floodmark.replay import processing_order, replay
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -284,3 +284,18 @@ def test_an_arrival_at_the_top_of_the_range_is_refused_naming_arrival(kind: str)
     with pytest.raises(InvalidInputError) as err:
         replay(table, strategy, channel="ch", arrival="at", event_time="ts", emit_interval=200)
     assert err.value.column == "arrival"
+
+
+def test_processing_order_names_a_missing_or_doubled_column_and_takes_pandas() -> None:
+    """``processing_order`` (the sort of every stage) refuses a column that is missing
+    or named twice by name (was a raw ``KeyError``), and sorts a pandas frame as the
+    table it holds (was an ``AttributeError``)."""
+    table = pa.table({"a": [2, 1], "c": [0, 0], "e": [5, 6]})
+    want = {"a": [1, 2], "c": [0, 0], "e": [6, 5]}
+    assert processing_order(table, "a", "c", "e").to_pydict() == want
+    assert processing_order(table.to_pandas(), "a", "c", "e").to_pydict() == want
+    with pytest.raises(SchemaError, match="arrival"):
+        processing_order(table, "arrival", "c", "e")
+    doubled = pa.table([[1], [2], [3], [4]], names=["a", "a", "c", "e"])
+    with pytest.raises(SchemaError, match="named 'a'"):
+        processing_order(doubled, "a", "c", "e")
