@@ -339,6 +339,8 @@ def _ints(values: Any, column: str, *, nullable: bool = False) -> list[Any]:
     """``values`` (a sequence, numpy array or pyarrow array) as int64 ints (``None``
     kept if ``nullable``), naming ``column``; signed integer arrays (without nulls
     where none are allowed) skip the check of each value."""
+    if type(values).__name__ == "ndarray" and values.ndim != 1:
+        raise SchemaError(column, f"expected one value per advance, got a {values.ndim}-D array")
     if type(values).__name__ == "ndarray" and values.dtype.kind == "i":  # numpy
         return list(values.tolist())
     if isinstance(values, (pa.Array, pa.ChunkedArray)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -133,6 +134,8 @@ def test_missing_or_bad_columns_named() -> None:
         op.process(batch(**good), {"watermark": [3]})
     with pytest.raises(InvalidInputError, match="position"):
         op.process(batch(**good), {"position": [2], "watermark": [3]})
+    with pytest.raises(SchemaError, match=r"`watermark`.*2-D"):  # was a raw TypeError
+        op.process(batch(**good), {"position": np.array([1]), "watermark": np.array([[3]])})
     assert op.position == 0  # nothing was processed by the failed calls
 
 
