@@ -284,6 +284,8 @@ class BatchHandler(ABC):
             store.record_identity(identity)
         if isinstance(self.outputs, ParquetOutputs) and self._claimed != query_id:
             self.outputs.claim(spark, query_id)
+            done = store.committed()
+            self.outputs.drop_uncommitted(spark, done[-1] if done else None)
             self._claimed = query_id
         if store.is_committed(batch_id):  # a committed batch run again by Spark
             committed = store.summary(batch_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from floodmark.exceptions import InvalidParameterError
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from floodmark.spark.streaming.state import StateStore
+
+log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
@@ -185,6 +188,38 @@ class ParquetOutputs:
                 "that query's batches of the same ids; give this query outputs of its "
                 "own (another path), or delete those; nothing was written"
             )
+
+    def drop_uncommitted(self, spark: Any, newest: int | None) -> list[str]:
+        """Removes the published batches above ``newest``, the newest batch the state
+        has committed (None: none), and returns their folders. Only a checkpoint and
+        state restored from a copy older than the outputs leave such batches (the
+        protocol publishes a batch after its marker): the restored query runs those
+        batch ids again, on other offsets, and each replaces its own folder when it is
+        published, but until then a reader would see batches that are not committed,
+        whose rows the restored query also writes again."""
+        files = self._files(spark)
+        floor = -1 if newest is None else newest
+        stale = [
+            f"{self.path}/{kind}/{name}"
+            for kind in files.names(self.path)
+            if not kind.startswith(("_", "."))
+            for name in files.names(f"{self.path}/{kind}")
+            if name.startswith(f"{PARTITION}=")
+            and name[len(PARTITION) + 1 :].isdigit()
+            and int(name[len(PARTITION) + 1 :]) > floor
+        ]
+        for folder in stale:
+            files.delete(folder)
+        if stale:
+            log.warning(
+                "removed %d output batch folder(s) above batch %s, the newest that the "
+                "state location has committed (the checkpoint and state were restored "
+                "from a copy older than the outputs): %s",
+                len(stale),
+                floor,
+                ", ".join(stale),
+            )
+        return stale
 
     def staged(self, spark: Any, batch_id: int, kinds: list[str]) -> bool:
         """Whether any of ``kinds`` of batch ``batch_id`` waits in its staging folder
