@@ -173,6 +173,39 @@ def test_outputs_ahead_of_a_restored_checkpoint_and_state_are_removed(
     )
 
 
+def test_two_handlers_of_a_query_share_an_outputs_path_across_a_restart(
+    spark: Any, stream: pa.Table, tmp_path: Path
+) -> None:
+    """Two handlers of one query, each with its state, writing their own kinds to one
+    path: after a restart the first publishes its batch before the second starts, and
+    the second's removal of batches above its state's newest leaves that batch alone
+    (it looks at its own kinds only)."""
+    source, schema = tmp_path / "in", spark.createDataFrame(stream).schema
+    ordered = stream.slice(0, 800).sort_by("arrival")
+    parts = [ordered.slice(i * 200, 200) for i in range(4)]
+
+    def both() -> Any:
+        marks = watermarks_handler(tmp_path)
+        windows = StreamingWindows(
+            STRATEGY,
+            TumblingEventTimeWindows.of(timedelta(seconds=5)),
+            key="key",
+            **COLUMNS,
+            aggs="count",
+            state_location=str(tmp_path / "windows-state"),
+            outputs=ParquetOutputs(str(tmp_path / "out")),
+        )
+        return lambda df, batch_id: (marks(df, batch_id), windows(df, batch_id))
+
+    write_parts(parts[:2], source)
+    run_query(spark, source, schema, both(), tmp_path / "ck")
+    write_parts(parts, source)
+    run_query(spark, source, schema, both(), tmp_path / "ck")
+    for kind in ("records", "results"):
+        batches = [n for n in names(tmp_path / "out" / kind) if n.startswith("batch=")]
+        assert batches == [f"batch={b}" for b in range(4)], kind
+
+
 def test_a_changed_strategy_is_refused(spark: Any, stream: pa.Table, tmp_path: Path) -> None:
     source = write_files(stream.slice(0, 1000), tmp_path / "in", 2)
     schema = spark.createDataFrame(stream).schema

@@ -285,7 +285,9 @@ class BatchHandler(ABC):
         if isinstance(self.outputs, ParquetOutputs) and self._claimed != query_id:
             self.outputs.claim(spark, query_id)
             done = store.committed()
-            self.outputs.drop_uncommitted(spark, done[-1] if done else None)
+            if done:  # (before the first commit, nothing says which kinds are its own)
+                kinds = store.summary(done[-1]).get("kinds", [])
+                self.outputs.drop_uncommitted(spark, done[-1], kinds)
             self._claimed = query_id
         if store.is_committed(batch_id):  # a committed batch run again by Spark
             committed = store.summary(batch_id)

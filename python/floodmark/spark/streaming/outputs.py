@@ -189,24 +189,24 @@ class ParquetOutputs:
                 "own (another path), or delete those; nothing was written"
             )
 
-    def drop_uncommitted(self, spark: Any, newest: int | None) -> list[str]:
-        """Removes the published batches above ``newest``, the newest batch the state
-        has committed (None: none), and returns their folders. Only a checkpoint and
-        state restored from a copy older than the outputs leave such batches (the
-        protocol publishes a batch after its marker): the restored query runs those
-        batch ids again, on other offsets, and each replaces its own folder when it is
-        published, but until then a reader would see batches that are not committed,
-        whose rows the restored query also writes again."""
+    def drop_uncommitted(self, spark: Any, newest: int, kinds: list[str]) -> list[str]:
+        """Removes the published batches of ``kinds`` above ``newest``, the newest
+        batch the state has committed (whose outputs were ``kinds``), and returns their
+        folders. Only a checkpoint and state restored from a copy older than the
+        outputs leave such batches (the protocol publishes a batch after its marker):
+        the restored query runs those batch ids again, on other offsets, and each
+        replaces its own folder when it is published, but until then a reader would see
+        batches that are not committed, whose rows the restored query also writes
+        again. Other kinds are left alone: another handler of the query may write them
+        to the same path, and be a batch ahead."""
         files = self._files(spark)
-        floor = -1 if newest is None else newest
         stale = [
             f"{self.path}/{kind}/{name}"
-            for kind in files.names(self.path)
-            if not kind.startswith(("_", "."))
+            for kind in kinds
             for name in files.names(f"{self.path}/{kind}")
             if name.startswith(f"{PARTITION}=")
             and name[len(PARTITION) + 1 :].isdigit()
-            and int(name[len(PARTITION) + 1 :]) > floor
+            and int(name[len(PARTITION) + 1 :]) > newest
         ]
         for folder in stale:
             files.delete(folder)
@@ -216,7 +216,7 @@ class ParquetOutputs:
                 "state location has committed (the checkpoint and state were restored "
                 "from a copy older than the outputs): %s",
                 len(stale),
-                floor,
+                newest,
                 ", ".join(stale),
             )
         return stale
