@@ -33,10 +33,16 @@ def write_parts(parts: list[pa.Table], folder: Path) -> Path:
     return folder
 
 
-def run_query(spark: Any, source: Path, schema: Any, handler: Any, checkpoint: Path) -> Any:
-    """Runs a file-source query with one file per trigger through ``handler`` until the
-    files are processed; returns the stopped query."""
-    events = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
+def run_query(
+    spark: Any, source: Path, schema: Any, handler: Any, checkpoint: Path, per_trigger: int = 1
+) -> Any:
+    """Runs a file-source query with ``per_trigger`` files per trigger (0: all there
+    are in one) through ``handler`` until the files are processed; returns the stopped
+    query."""
+    reader = spark.readStream.schema(schema)
+    if per_trigger:
+        reader = reader.option("maxFilesPerTrigger", per_trigger)
+    events = reader.parquet(str(source))
     query = (
         events.writeStream.foreachBatch(handler)
         .option("checkpointLocation", str(checkpoint))

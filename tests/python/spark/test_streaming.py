@@ -149,17 +149,8 @@ def test_outputs_ahead_of_a_restored_checkpoint_and_state_are_removed(
     for name in ("ck", "state"):
         shutil.rmtree(tmp_path / name)
         shutil.copytree(tmp_path / f"{name}-copy", tmp_path / name)
-    restored = watermarks_handler(tmp_path)
-    events = spark.readStream.schema(schema).parquet(str(source))  # the rest in one batch
-    query = (
-        events.writeStream.foreachBatch(restored)
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    restored = watermarks_handler(tmp_path)  # the rest in one batch:
+    run_query(spark, source, schema, restored, tmp_path / "ck", per_trigger=0)
     assert [p["batch_id"] for p in restored.progress] == [2]
     assert [n for n in names(tmp_path / "out" / "records") if n.startswith("batch=")] == [
         "batch=0",
