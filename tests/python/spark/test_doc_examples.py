@@ -58,6 +58,10 @@ def test_the_readme_spark_and_live_examples_and_the_progress_listener_run(
         spark.streams.removeListener(names["listener"])
     assert query.exception() is None
 
+    # What the README says `marked` holds.
+    added = ["channel_watermark", "watermark", "is_late", "error"]
+    assert names["marked"].columns == [*table.column_names, *added]
+
     # The live query's committed results are rows of the batch function's results on
     # the same rows (the windows it fired up to its frontier), and there are some.
     out, handler = names["out"], names["handler"]
