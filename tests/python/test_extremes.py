@@ -23,8 +23,15 @@ SCRIPT = textwrap.dedent(
     import resource
     resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
 
+    import os
+
     import pyarrow as pa
     from hypothesis import HealthCheck, given, settings, strategies as st
+
+    # The suite's profiles (tests/python/conftest.py): CI draws the same cases each run.
+    settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    settings.register_profile("explore")
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
     from floodmark.exceptions import InvalidInputError, InvalidParameterError
     from floodmark.windows import (

@@ -110,6 +110,19 @@ def test_nearest_rank() -> None:
     assert nearest_rank(v, np.array([1, 1, 1]), 0.5) == 2.0
     assert nearest_rank(v, np.array([0, 5, 1]), 0.99) == 2.0
     assert np.isnan(nearest_rank(v, np.zeros(3, dtype=np.int64), 0.5))
+    # With unit weights, numpy's nearest-rank (inverted CDF) percentile; a weight is
+    # that many copies of its value.
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 100):
+        values = rng.normal(size=n).round(2)
+        weights = rng.integers(0, 4, size=n)
+        for q in (0.0, 0.1, 0.5, 0.9, 0.99, 1.0):
+            want = np.quantile(values, q, method="inverted_cdf")
+            assert nearest_rank(values, np.ones(n, dtype=np.int64), q) == want, (n, q)
+            if weights.sum():
+                copies = np.repeat(values, weights)
+                want = np.quantile(copies, q, method="inverted_cdf")
+                assert nearest_rank(values, weights, q) == want, (n, q, weights)
 
 
 @pytest.mark.parametrize("end", [-(2**63), 2**63 - 10])

@@ -24,7 +24,7 @@ class ConnectLike:
 
 
 def test_a_classic_session_uses_the_default_parallelism(spark: Any) -> None:
-    assert default_partitions(spark) == spark.sparkContext.defaultParallelism
+    assert default_partitions(spark) == spark.sparkContext.defaultParallelism == 2  # local[2]
 
 
 def test_without_a_spark_context_the_shuffle_partitions() -> None:

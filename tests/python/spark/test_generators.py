@@ -25,6 +25,7 @@ from floodmark import (
     drive,
 )
 from floodmark.datagen import StreamSpec, generate
+from floodmark.exceptions import SchemaError
 from floodmark.replay import replay
 from floodmark.spark import (
     assign_watermarks,
@@ -229,7 +230,7 @@ def test_windows_equal_the_engine(
 
 def test_a_punctuated_marker_of_another_type_is_refused(spark: Any, table: pa.Table) -> None:
     frame = spark.createDataFrame(table.set_column(6, "marker", table["marker"].cast(pa.string())))
-    with pytest.raises(Exception, match="marker"):
+    with pytest.raises(SchemaError, match="marker") as err:
         assign_watermarks(
             frame,
             STRATEGIES["punctuated+idle"],
@@ -237,6 +238,7 @@ def test_a_punctuated_marker_of_another_type_is_refused(spark: Any, table: pa.Ta
             channel="partition",
             arrival="arrival",
         )
+    assert err.value.column == "marker"
 
 
 def test_the_per_channel_pass_continues_a_bucket_across_chunks() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from spark_helpers import jobs
 
 from floodmark import TumblingEventTimeWindows, WatermarkStrategy
 from floodmark.datagen import StreamSpec, generate
@@ -127,20 +128,24 @@ def test_refused_before_any_job(spark: Any, table: pa.Table) -> None:
             pa.array([f"p{p}" for p in table["partition"].to_pylist()]),
         )
     )
+    plain = spark.createDataFrame(table)
+    before = jobs(spark)
     with pytest.raises(SchemaError) as err:
         assign_watermarks(df, STRATEGY, **COLUMNS, source_parallelism=2)  # type: ignore[arg-type]
     assert err.value.column == "partition"
     with pytest.raises(InvalidParameterError) as perr:
         assign_watermarks(
-            spark.createDataFrame(table),
+            plain,
             STRATEGY,
             **COLUMNS,
             end_of_input="last",  # type: ignore[arg-type]
         )
     assert perr.value.parameter == "end_of_input"
+    assert jobs(spark) == before
+    # This one is found once the channels are listed (a job).
     with pytest.raises(InvalidParameterError) as perr:
         assign_watermarks(
-            spark.createDataFrame(table),
+            plain,
             STRATEGY,
             **COLUMNS,
             source_parallelism=7,  # type: ignore[arg-type]
