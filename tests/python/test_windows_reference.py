@@ -250,6 +250,13 @@ def run(
     return results, late, dropped
 
 
+def stream_cuts(data: st.DataObject, stream: list[dict[str, Any]]) -> list[int]:
+    """Up to four places inside ``stream`` where a batch ends (none: one batch)."""
+    if len(stream) < 2:
+        return []
+    return data.draw(st.lists(st.integers(1, len(stream) - 1), max_size=4), label="cuts")
+
+
 def reference(params: Any, lateness: int, stream: list[dict[str, Any]]) -> Reference:
     """The reference model run over ``stream`` (records get their ``rid``)."""
     records = []
@@ -272,16 +279,15 @@ def reference(params: Any, lateness: int, stream: list[dict[str, Any]]) -> Refer
     params=assigners,
     lateness=st.sampled_from([0, 0, 1, 2, 5]),
     stream=items,
-    cuts=st.lists(st.integers(0, 80), max_size=4),
-    snap=st.integers(0, 5),
+    data=st.data(),
 )
 def test_operator_matches_reference(
-    params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int], snap: int
+    params: Any, lateness: int, stream: list[dict[str, Any]], data: st.DataObject
 ) -> None:
     ref = reference(params, lateness, stream)
     records = ref.records
 
-    cuts = [c for c in cuts if c <= len(stream)]
+    cuts = stream_cuts(data, stream)
     got = run(params, lateness, stream, cuts, None)
     assert got[0] == ref.results
     assert got[1] == ref.late
@@ -292,8 +298,11 @@ def test_operator_matches_reference(
     assert late_ids.isdisjoint(dropped_ids)
     assert ref.contributed.isdisjoint(late_ids | dropped_ids)
     assert ref.contributed | late_ids | dropped_ids == set(range(len(records)))
-    # snapshot/restore mid-stream changes nothing
-    assert run(params, lateness, stream, cuts, snap) == got
+    # snapshot/restore between two batches changes nothing
+    if len(stream) > 1:
+        at = cuts or [data.draw(st.integers(1, len(stream) - 1), label="cut")]
+        snap = data.draw(st.integers(1, len(set(at))), label="snapshot before batch")
+        assert run(params, lateness, stream, at, snap) == got
 
 
 @settings(max_examples=200, deadline=None)
@@ -301,15 +310,15 @@ def test_operator_matches_reference(
     params=assigners,
     lateness=st.sampled_from([0, 2]),
     stream=items.map(lambda s: [it if it.get("v", 0) is not None else {**it, "v": 7} for it in s]),
-    cuts=st.lists(st.integers(0, 80), max_size=4),
+    data=st.data(),
 )
 def test_count_then_int_sum_matches_reference(
-    params: Any, lateness: int, stream: list[dict[str, Any]], cuts: list[int]
+    params: Any, lateness: int, stream: list[dict[str, Any]], data: st.DataObject
 ) -> None:
     # Exactly count then a sum of an int64 column without nulls has its own step in the
     # engine (the most common pair); it must agree with the reference like the rest.
     ref = reference(params, lateness, stream)
-    cuts = [c for c in cuts if c <= len(stream)]
+    cuts = stream_cuts(data, stream)
     got = run(params, lateness, stream, cuts, None, aggs=["count", ("sum", "v")])
     others = {"min_v", "max_v", "mean_v", "first_v", "last_v"}
     assert got[0] == [{k: v for k, v in r.items() if k not in others} for r in ref.results]
