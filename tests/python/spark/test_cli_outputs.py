@@ -59,7 +59,11 @@ def test_run_and_analyze_without_arrival(
     code = main([*argv, "--output", str(out), "--quiet"])
     assert code == 0, capsys.readouterr().err
     assert rows_of(out / "results") > 0
-    assert rows_of(out / "results") + rows_of(out / "late") + rows_of(out / "dropped") > 0
+    # Row order (no arrival column): the null channels (4) and event times (2) are
+    # dropped; a null in `a` is just a value.
+    dropped = pq.read_table(out / "dropped")
+    assert dropped.num_rows == 6
+    assert sorted(dropped["reason"].to_pylist()) == ["null_channel"] * 4 + ["null_event_time"] * 2
     assert (out / "report" / "index.html").exists()
     code = main(
         [
