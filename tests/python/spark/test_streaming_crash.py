@@ -201,9 +201,9 @@ def test_killed_at_random_times_and_restarted_gives_the_same(spark: Any, tmp_pat
     assert final_state(tmp_path) == want["state"]
 
 
-# Each example costs a run per kill plus two: one drawn example (CI's derandomized draw
-# is the simplest, the native path killed at the start) and one given, the keyed path
-# killed where its own work stands half done, twice.
+# Each example costs a run per kill plus two: one drawn example (derandomized: the same
+# in every CI run) and one given, the keyed path killed where its own work stands half
+# done, twice.
 @example(seed=7, files=4, kills=[("after_outputs", 1), ("after_state", 2)], path="keyed")
 @settings(
     max_examples=1,
