@@ -186,6 +186,12 @@ def test_analyze(
     assert rec is not None and rec.bound == timedelta(seconds=3)
     assert rec.sentence(0.2) in out, out
     assert (tmp_path / "index.html").exists()
+    # Within 5% late no candidate does (17% at 10 s): the command says so.
+    assert recommend_bound(table, 0.05) is None
+    again = ["analyze", str(events), *COLS, "--key", "key", "--bounds", "0s,1s,3s,10s"]
+    again += ["--idle", "5s", "--max-late", "0.05", "--output", str(tmp_path / "strict")]
+    assert main([*again, "--quiet"]) == 0
+    assert "no bound meets --max-late 0.05; try larger --bounds" in capsys.readouterr().out
 
 
 NOISE = (
