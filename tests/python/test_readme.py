@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from doc_blocks import python_blocks
 
 
 def test_readme_engine_example_runs(capsys: object) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert blocks, "README has no python example"
-    exec(compile(blocks[0], "README.md", "exec"), {})  # the first block needs no Spark
+    engine = python_blocks("README.md")[0]  # the first block needs no Spark
+    exec(compile(engine, "README.md", "exec"), {})

@@ -6,7 +6,6 @@ engine example before them is tests/python/test_readme.py's."""
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,14 +13,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from doc_blocks import python_blocks
 
 from floodmark.datagen import StreamSpec, generate
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def python_blocks(doc: str) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), flags=re.S)
 
 
 def test_the_readme_spark_and_live_examples_and_the_progress_listener_run(

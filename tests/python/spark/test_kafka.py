@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from doc_blocks import python_blocks
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -430,9 +430,7 @@ def test_without_the_wheel_the_module_imports_and_says_what_to_install() -> None
 
 
 def _doc_code() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert blocks, "docs/kafka.md has no python block"
-    return "\n".join(blocks)
+    return "\n".join(python_blocks("docs/kafka.md"))
 
 
 def test_the_kafka_schema_example_in_the_docs_runs(spark: Any) -> None:
